@@ -1,0 +1,38 @@
+# Two commands on a fresh machine with python3 (>= 3.11) and make:
+#   make demo   lower examples/ to PTX and cubin (and run them where a GPU is present)
+#   make test   lint, type check, pytest and lit
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: demo test lint typecheck pytest lit gpu-test clean
+
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m tile_mlir.demo
+
+test: lint typecheck pytest lit
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q
+
+lit: $(STAMP)
+	$(BIN)/lit -sv lit-tests
+
+gpu-test: $(STAMP)
+	$(BIN)/pytest -q -m gpu
+
+clean:
+	rm -rf $(VENV) build *.egg-info lit-tests/Output
