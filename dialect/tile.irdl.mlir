@@ -1,0 +1,83 @@
+// The tile dialect: tile-level data movement and compute on memrefs.
+//
+// This file is the dialect's single source of truth. The Python package loads
+// it with `mlir.dialects.irdl.load_dialects`; upstream tools read it with
+// `mlir-opt --irdl-file=dialect/tile.irdl.mlir`.
+//
+// IRDL checks structure only (operand kinds, required attributes). The
+// semantic rules (shapes, dtypes, scopes, layouts, op names) live in the
+// `tile-verify` pass, which reports them at the op's location.
+//
+// Ops are destination-passing: the first operand is written, the others are
+// read. Every op runs at an execution scope, the `scope` attribute: "thread",
+// "warp", "warpgroup" or "cta": all threads of that scope execute the op
+// together, as `Tx.cta.sqrt(dst, src)` in the seeds. Memory scope is the
+// memref's memory space: global (none), shared (#gpu.address_space<workgroup>)
+// or registers (#gpu.address_space<private>).
+//
+// Optional attributes (IRDL has no optional attributes; tile-verify checks them):
+//   variant = "<name>"    on every op: force this lowering variant
+//   axes = array<i64: ..> on tile.reduce: reduced axes, negative counts from the end
+//                         (default: all axes)
+//   accum = true|false    on tile.reduce: combine with the old destination (default false)
+irdl.dialect @tile {
+  // A TileLayout in the notation of the seeds, e.g.
+  //   #tile.layout<"S[(32, 8):(1@laneid, 1)]">
+  // Each shard iterator is `extent:stride` in memory or `extent:stride@axis`
+  // over a thread axis (laneid, warpid, wgid, tid). Optional parts:
+  // replication `R[extent:stride@axis, ...]` and a memory offset `O[n]`.
+  irdl.attribute @layout {
+    %spec = irdl.base "#builtin.string"
+    irdl.parameters(spec: %spec)
+  }
+
+  // dst <- src, element by element over equal shapes.
+  //   "tile.copy"(%dst, %src) {scope = "cta"} : (memref<..>, memref<..>) -> ()
+  irdl.operation @copy {
+    %dst = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %scope = irdl.base "#builtin.string"
+    irdl.operands(dst: %dst, src: %src)
+    irdl.attributes {"scope" = %scope}
+  }
+
+  // dst <- op(a, b, c) element by element; `op` names a row of the op
+  // registry (add, mul, sqrt, exp, fma, ...), which fixes the arity. Inputs
+  // are memrefs of dst's shape or scalars. Zero to three inputs, so the
+  // generic form carries operandSegmentSizes = array<i32: 1, #a, #b, #c>.
+  //   "tile.elementwise"(%c, %a, %b) {op = "add", scope = "cta",
+  //       operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (...) -> ()
+  irdl.operation @elementwise {
+    %dst = irdl.base "!builtin.memref"
+    %a = irdl.any
+    %b = irdl.any
+    %c = irdl.any
+    %op = irdl.base "#builtin.string"
+    %scope = irdl.base "#builtin.string"
+    irdl.operands(dst: %dst, a: optional %a, b: optional %b, c: optional %c)
+    irdl.attributes {"op" = %op, "scope" = %scope}
+  }
+
+  // dst <- reduce(src) over `axes` with `kind` (sum, max, min, prod).
+  //   "tile.reduce"(%dst, %src) {kind = "sum", axes = array<i64: -1>,
+  //       accum = false, scope = "cta"} : (memref<4xf32, ..>, memref<4x8xf32, ..>) -> ()
+  irdl.operation @reduce {
+    %dst = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %kind = irdl.base "#builtin.string"
+    %scope = irdl.base "#builtin.string"
+    irdl.operands(dst: %dst, src: %src)
+    irdl.attributes {"kind" = %kind, "scope" = %scope}
+  }
+
+  // A shared-memory or register buffer that carries a layout. Its memref
+  // type is the logical tile; the layout says where each element lives.
+  //   %s = "tile.alloc"() {layout = #tile.layout<"S[(32, 32)]">}
+  //          : () -> memref<32x32xf32, #gpu.address_space<workgroup>>
+  irdl.operation @alloc {
+    %buffer = irdl.base "!builtin.memref"
+    %layout = irdl.base @tile::@layout
+    irdl.results(buffer: %buffer)
+    irdl.attributes {"layout" = %layout}
+  }
+}

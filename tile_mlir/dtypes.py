@@ -1,0 +1,73 @@
+"""Element types by name: their MLIR spelling, size and NumPy counterpart.
+
+Pure Python (no MLIR import): the runtime packs arguments with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str  # the library's name: f32, bf16, f8e4m3, i32, bool, ...
+    mlir: str  # MLIR spelling of the element type
+    bits: int
+    kind: str  # "float", "int" or "bool"
+    numpy: str  # NumPy / ml_dtypes dtype name
+
+    @property
+    def bytes(self) -> int:
+        return max(self.bits // 8, 1)
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    def np_dtype(self) -> np.dtype:
+        return np_dtype(self.numpy)
+
+
+DTYPES: dict[str, DType] = {
+    d.name: d
+    for d in (
+        DType("f64", "f64", 64, "float", "float64"),
+        DType("f32", "f32", 32, "float", "float32"),
+        DType("f16", "f16", 16, "float", "float16"),
+        DType("bf16", "bf16", 16, "float", "bfloat16"),
+        DType("f8e4m3", "f8E4M3FN", 8, "float", "float8_e4m3fn"),
+        DType("f8e5m2", "f8E5M2", 8, "float", "float8_e5m2"),
+        DType("i64", "i64", 64, "int", "int64"),
+        DType("i32", "i32", 32, "int", "int32"),
+        DType("i16", "i16", 16, "int", "int16"),
+        DType("i8", "i8", 8, "int", "int8"),
+        DType("bool", "i1", 8, "bool", "bool"),
+    )
+}
+
+_BY_MLIR = {d.mlir: d for d in DTYPES.values()}
+FLOATS = tuple(n for n, d in DTYPES.items() if d.kind == "float")
+HALVES = ("f16", "bf16")
+FP8 = ("f8e4m3", "f8e5m2")
+
+
+def by_mlir(spelling: str) -> DType:
+    """The DType of an MLIR element type spelling ('f32', 'bf16', 'i1', ...)."""
+    try:
+        return _BY_MLIR[spelling]
+    except KeyError:
+        raise ValueError(f"element type {spelling} is not supported") from None
+
+
+@cache
+def np_dtype(name: str) -> np.dtype:
+    """A NumPy dtype by name, with ml_dtypes supplying bfloat16 and the fp8 formats."""
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        import ml_dtypes
+
+        extension: np.dtype = np.dtype(getattr(ml_dtypes, name))
+        return extension
+    return np.dtype(name)
