@@ -1,0 +1,238 @@
+"""tile-verify: the semantic rules of the tile dialect, reported at each op.
+
+IRDL has already checked structure (operand kinds, required attributes);
+this pass checks meaning: known attribute names and values, a scope the
+enclosing kernel can run, op names and arities from the op registry, equal
+shapes, element types the op accepts, reductions' axes, and allocations'
+layouts. Every broken rule is one error at the op's location; the pass fails
+if there is any.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mlir import ir
+
+from tile_mlir import lowering, op_table
+from tile_mlir.dialects import tile
+from tile_mlir.layout import LayoutError
+from tile_mlir.lowering.analysis import (
+    DYNAMIC,
+    Operand,
+    OpInfo,
+    describe,
+    describe_operand,
+    enclosing,
+    known_block_size,
+    memory_space,
+)
+from tile_mlir.passes import TilePass, op_error, tile_ops
+
+ATTRIBUTES = {
+    "tile.copy": ("scope", "variant"),
+    "tile.elementwise": ("op", "scope", "variant", "operandSegmentSizes"),
+    "tile.reduce": ("kind", "scope", "axes", "accum", "variant"),
+    "tile.alloc": ("layout",),
+}
+REDUCE_KINDS = ("sum", "max", "min", "prod")
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "x".join("?" if d == DYNAMIC else str(d) for d in shape) or "scalar"
+
+
+def _suggest(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def check_attributes(op: ir.OpView) -> list[str]:
+    allowed = ATTRIBUTES[op.operation.name]
+    errors = []
+    for name in op.operation.attributes:
+        if "." not in name and name not in allowed:
+            errors.append(f"has unknown attribute '{name}'{_suggest(name, list(allowed))}")
+    return errors
+
+
+def check_scope(info: OpInfo) -> list[str]:
+    scope = info.scope
+    if scope not in tile.SCOPES:
+        return [f"has scope '{scope}', expected one of {', '.join(tile.SCOPES)}"]
+    if info.kernel is None:
+        return ["must be inside a gpu.func"]
+    if scope == "thread":
+        return []
+    if info.block is None:
+        if scope == "warp":
+            return []
+        return [f"at scope '{scope}' needs the kernel's thread count: give the enclosing "
+                "gpu.func known_block_size = array<i32: x, y, z>"]
+    width = {"warp": 32, "warpgroup": 128}.get(scope)
+    threads = math.prod(info.block)
+    if width and threads % width:
+        return [f"at scope '{scope}' needs whole {scope}s, but the block has {threads} threads"]
+    return []
+
+
+def check_variant(info: OpInfo) -> list[str]:
+    forced = info.attr("variant")
+    if forced is None:
+        return []
+    if not isinstance(forced, ir.StringAttr):
+        return ["has a non-string 'variant' attribute"]
+    name = ir.StringAttr(forced).value
+    known = [v.name for v in lowering.variants_for(info.name)]
+    if name not in known:
+        return [f"names unknown variant '{name}' (variants: {', '.join(known)})"]
+    return []
+
+
+def check_elementwise(info: OpInfo) -> list[str]:
+    op = info.op
+    assert isinstance(op, tile.ElementwiseOp)
+    row = op_table.lookup(op.op_name)
+    if row is None:
+        known = sorted([*op_table.ELEMENTWISE, *op_table.ALIASES])
+        return [f"has unknown op '{op.op_name}'{_suggest(op.op_name, known)}"]
+    segments = list(ir.DenseI32ArrayAttr(op.operation.attributes["operandSegmentSizes"]))
+    if segments[1:] != sorted(segments[1:], reverse=True):
+        return ["must fill its input slots in order (a, then b, then c)"]
+    inputs = info.sources
+    if len(inputs) != row.arity:
+        return [f"'{row.name}' takes {row.arity} input(s), got {len(inputs)}"]
+    dst = info.dst
+    allowed = ("bool",) if row.out == "bool" else row.dtypes
+    errors = [] if dst.dtype.name in allowed else [
+        f"'{row.name}' cannot produce {dst.dtype.name} (element types: {', '.join(allowed)})"]
+    return errors + [e for n, operand in enumerate(inputs)
+                     if (e := _check_input(row, n, operand, dst))]
+
+
+def _check_input(row: op_table.EwOp, n: int, operand: Operand, dst: Operand) -> str:
+    """What is wrong with input n of an elementwise op ("" when nothing)."""
+    if not operand.is_memref:
+        if operand.dtype.kind != dst.dtype.kind:
+            return (f"scalar input {n} of type {operand.dtype.name} does not match "
+                    f"the {dst.dtype.name} tile")
+        return ""
+    if n in row.scalar_only:
+        return f"input {n} of '{row.name}' must be a scalar"
+    if operand.shape != dst.shape:
+        return f"input {n} has shape {_shape(operand.shape)}, but dst has shape {_shape(dst.shape)}"
+    if row.out == "same" and operand.dtype.name != dst.dtype.name:
+        return f"input {n} has element type {operand.dtype.name}, but dst has {dst.dtype.name}"
+    return ""
+
+
+def check_copy(info: OpInfo) -> list[str]:
+    dst, src = info.dst, info.sources[0]
+    errors = []
+    if src.shape != dst.shape:
+        errors.append(f"copies shape {_shape(src.shape)} into {_shape(dst.shape)}")
+    if src.dtype.name != dst.dtype.name:
+        errors.append(f"copies {src.dtype.name} into {dst.dtype.name}")
+    return errors
+
+
+def check_reduce(info: OpInfo) -> list[str]:
+    op = info.op
+    assert isinstance(op, tile.ReduceOp)
+    errors = []
+    if op.kind not in REDUCE_KINDS:
+        errors.append(f"has unknown kind '{op.kind}' (kinds: {', '.join(REDUCE_KINDS)})")
+    accum = info.attr("accum")
+    if accum is not None and not isinstance(accum, ir.BoolAttr):
+        errors.append("has a non-boolean 'accum' attribute")
+    axes_attr = info.attr("axes")
+    if axes_attr is not None and not isinstance(axes_attr, ir.DenseI64ArrayAttr):
+        return [*errors, "needs 'axes' as array<i64: ...>"]
+    src, dst = info.sources[0], info.dst
+    rank = len(src.shape)
+    axes = op.axes if op.axes is not None else list(range(rank))
+    normalized = [a + rank if a < 0 else a for a in axes]
+    if any(not 0 <= a < rank for a in normalized) or len(set(normalized)) != len(normalized):
+        return [*errors, f"has axes {axes}, not distinct axes of a rank-{rank} tile"]
+    kept = tuple(d for i, d in enumerate(src.shape) if i not in normalized)
+    with_ones = tuple(1 if i in normalized else d for i, d in enumerate(src.shape))
+    if dst.shape not in (kept, with_ones) and not (kept == () and dst.shape == (1,)):
+        errors.append(f"reduces {_shape(src.shape)} over axes {axes} to {_shape(kept)}, "
+                      f"but dst has shape {_shape(dst.shape)}")
+    if dst.dtype.name != src.dtype.name and not (dst.dtype.is_float and src.dtype.is_float
+                                                  and dst.dtype.bits > src.dtype.bits):
+        errors.append(f"reduces {src.dtype.name} into {dst.dtype.name}")
+    return errors
+
+
+def check_alloc(op: ir.OpView) -> list[str]:
+    assert isinstance(op, tile.AllocOp)
+    type_ = ir.MemRefType(op.buffer.type)
+    space = memory_space(type_)
+    if space not in ("shared", "local"):
+        return ["makes shared (#gpu.address_space<workgroup>) or register "
+                "(#gpu.address_space<private>) buffers, not " + space]
+    if enclosing(op, "gpu.func") is None:
+        return ["must be inside a gpu.func"]
+    try:
+        layout = op.layout
+    except LayoutError as e:
+        return [f"has an invalid layout: {e}"]
+    shape = tuple(type_.shape)
+    if DYNAMIC in shape:
+        return ["needs a static shape"]
+    if layout.shape != shape:
+        return [f"has layout of shape {_shape(layout.shape)} for a {_shape(shape)} buffer"]
+    if space == "shared" and layout.is_distributed:
+        return [f"puts a thread-distributed layout ({layout}) on shared memory"]
+    block = known_block_size(enclosing(op, "gpu.func"))
+    if block and layout.thread_count > math.prod(block):
+        return [f"layout spans {layout.thread_count} threads, the block has {math.prod(block)}"]
+    return []
+
+
+_CHECKS: dict[str, Callable[[OpInfo], list[str]]] = {
+    "tile.elementwise": check_elementwise,
+    "tile.copy": check_copy,
+    "tile.reduce": check_reduce,
+}
+
+
+def _element_types(op: ir.OpView) -> list[str]:
+    errors = []
+    for i, value in enumerate(op.operation.operands):
+        try:
+            describe_operand(value, i)
+        except ValueError as e:
+            errors.append(f"operand {i}: {e}")
+    return errors
+
+
+def verify_op(op: ir.OpView) -> list[str]:
+    """Every rule `op` breaks, as messages (empty when it is valid)."""
+    errors = check_attributes(op)
+    if op.operation.name == "tile.alloc":
+        return errors + check_alloc(op)
+    errors += _element_types(op)
+    if errors:
+        return errors
+    info = describe(op)
+    errors = check_scope(info) + check_variant(info)
+    return errors + _CHECKS[info.name](info)
+
+
+@dataclass(frozen=True)
+class Pass(TilePass):
+    NAME = "tile-verify"
+    SUMMARY = "check the semantic rules of tile ops"
+
+    def run(self, root: ir.Operation) -> bool:
+        ok = True
+        for op in tile_ops(root, tile.OP_NAMES):
+            for message in verify_op(op):
+                op_error(op, message)
+                ok = False
+        return ok
