@@ -1,0 +1,147 @@
+// RUN: tile-opt %s --split-input-file --verify-diagnostics --tile-verify
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    // expected-error@+1 {{has scope 'grid', expected one of thread, warp, warpgroup, cta}}
+    "tile.elementwise"(%a, %a) {op = "sqrt", scope = "grid", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    // expected-error@+1 {{has unknown op 'sqr' (did you mean 'sqrt'?)}}
+    "tile.elementwise"(%a, %a) {op = "sqr", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    // expected-error@+1 {{'add' takes 2 input(s), got 1}}
+    "tile.elementwise"(%a, %a) {op = "add", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>, %b: memref<32xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    // expected-error@+1 {{input 1 has shape 32, but dst has shape 64}}
+    "tile.elementwise"(%a, %a, %b) {op = "add", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xf32>, memref<64xf32>, memref<32xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>, %b: memref<64xf16>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    // expected-error@+1 {{input 0 has element type f16, but dst has f32}}
+    "tile.elementwise"(%a, %b) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf16>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>) kernel {
+    // expected-error@+1 {{at scope 'cta' needs the kernel's thread count}}
+    "tile.elementwise"(%a, %a) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>) kernel attributes {known_block_size = array<i32: 48, 1, 1>} {
+    // expected-error@+1 {{at scope 'warpgroup' needs whole warpgroups, but the block has 48 threads}}
+    "tile.elementwise"(%a, %a) {op = "sqrt", scope = "warpgroup", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+func.func @host(%a: memref<64xf32>) {
+  // expected-error@+1 {{must be inside a gpu.func}}
+  "tile.elementwise"(%a, %a) {op = "sqrt", scope = "thread", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+  return
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    // expected-error@+1 {{has unknown attribute 'scpoe' (did you mean 'scope'?)}}
+    "tile.elementwise"(%a, %a) {op = "sqrt", scope = "cta", scpoe = "warp", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    // expected-error@+1 {{names unknown variant 'fast' (variants: gmem}}
+    "tile.elementwise"(%a, %a) {op = "sqrt", scope = "cta", variant = "fast", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xi32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    // expected-error@+1 {{'sqrt' cannot produce i32}}
+    "tile.elementwise"(%a, %a) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xi32>, memref<64xi32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>, %b: memref<8x8xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    // expected-error@+1 {{copies shape 8x8 into 64}}
+    "tile.copy"(%a, %b) {scope = "cta"} : (memref<64xf32>, memref<8x8xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<4xf32>, %b: memref<4x8xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    // expected-error@+1 {{reduces 4x8 over axes [0] to 8, but dst has shape 4}}
+    "tile.reduce"(%a, %b) {kind = "sum", axes = array<i64: 0>, scope = "cta"} : (memref<4xf32>, memref<4x8xf32>) -> ()
+    // expected-error@+1 {{has unknown kind 'avg' (kinds: sum, max, min, prod)}}
+    "tile.reduce"(%a, %b) {kind = "avg", axes = array<i64: -1>, scope = "cta"} : (memref<4xf32>, memref<4x8xf32>) -> ()
+    // expected-error@+1 {{has axes [2], not distinct axes of a rank-2 tile}}
+    "tile.reduce"(%a, %b) {kind = "sum", axes = array<i64: 2>, scope = "cta"} : (memref<4xf32>, memref<4x8xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k() kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    // expected-error@+1 {{has layout of shape 4x4 for a 4x8 buffer}}
+    %s = "tile.alloc"() {layout = #tile.layout<"S[(4, 4)]">} : () -> memref<4x8xf32, #gpu.address_space<workgroup>>
+    // expected-error@+1 {{unknown thread axis 'lane'}}
+    %r = "tile.alloc"() {layout = #tile.layout<"S[(32, 8):(1@lane, 1)]">} : () -> memref<32x8xf32, #gpu.address_space<private>>
+    // expected-error@+1 {{makes shared (#gpu.address_space<workgroup>) or register (#gpu.address_space<private>) buffers, not global}}
+    %g = "tile.alloc"() {layout = #tile.layout<"S[4]">} : () -> memref<4xf32>
+    // expected-error@+1 {{puts a thread-distributed layout (S[(32, 8):(1@laneid, 1)]) on shared memory}}
+    %t = "tile.alloc"() {layout = #tile.layout<"S[(32, 8):(1@laneid, 1)]">} : () -> memref<32x8xf32, #gpu.address_space<workgroup>>
+    gpu.return
+  }
+}

@@ -1,0 +1,107 @@
+// elementwise/gmem: global-memory operands, 16-byte vectors strided over the scope's threads.
+// RUN: tile-opt %s --split-input-file --tile-lower | FileCheck %s
+
+// A multiple of the vector width: one strided vector loop, no tail.
+// CHECK-LABEL: gpu.func @exact
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: scf.for %[[I:.*]] = %[[TID]] to %{{.*}} step %{{.*}} {
+// CHECK:   %[[OFF:.*]] = arith.muli %[[I]], %{{.*}} : index
+// CHECK:   %[[A:.*]] = vector.load %{{.*}}[%[[OFF]]] {alignment = 16 : i64} : memref<1024xf32>, vector<4xf32>
+// CHECK:   %[[B:.*]] = vector.load %{{.*}}[%[[OFF]]] {alignment = 16 : i64} : memref<1024xf32>, vector<4xf32>
+// CHECK:   %[[S:.*]] = arith.addf %[[A]], %[[B]] : vector<4xf32>
+// CHECK:   vector.store %[[S]], %{{.*}}[%[[OFF]]] {alignment = 16 : i64}
+// CHECK: }
+// CHECK-NOT: scf.for
+// CHECK: gpu.return
+gpu.module @m {
+  gpu.func @exact(%a: memref<1024xf32>, %b: memref<1024xf32>, %c: memref<1024xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+    "tile.elementwise"(%c, %a, %b) {op = "add", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<1024xf32>, memref<1024xf32>, memref<1024xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// 1003 elements: 250 float4 vectors, then a scalar loop over the last 3.
+// CHECK-LABEL: gpu.func @tail
+// CHECK: scf.for
+// CHECK:   vector.load {{.*}} vector<4xf32>
+// CHECK:   llvm.call_intrinsic "llvm.sqrt.v4f32"
+// CHECK: scf.for
+// CHECK:   memref.load {{.*}} : memref<1003xf32>
+// CHECK:   llvm.call_intrinsic "llvm.sqrt.f32"
+// CHECK:   memref.store
+gpu.module @m {
+  gpu.func @tail(%a: memref<1003xf32>, %b: memref<1003xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    "tile.elementwise"(%b, %a) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<1003xf32>, memref<1003xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// A contiguous N-D tile is coalesced into one dimension; f16 takes 8 per vector,
+// and an f32 scalar is broadcast (the op runs in f32, as torch computes it).
+// CHECK-LABEL: gpu.func @coalesced
+// CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1, 2]] : memref<3x37x129xf16> into memref<14319xf16>
+// CHECK: vector.load {{.*}} : memref<14319xf16>, vector<8xf16>
+// CHECK: arith.extf {{.*}} : vector<8xf16> to vector<8xf32>
+// CHECK: vector.broadcast %{{.*}} : f32 to vector<8xf32>
+// CHECK: arith.mulf {{.*}} : vector<8xf32>
+// CHECK: arith.truncf {{.*}} : vector<8xf32> to vector<8xf16>
+gpu.module @m {
+  gpu.func @coalesced(%a: memref<3x37x129xf16>, %x: f32) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    "tile.elementwise"(%a, %a, %x) {op = "mul", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<3x37x129xf16>, memref<3x37x129xf16>, f32) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// Rows of a strided view stay separate: the loop index splits into row and column,
+// and vectors still fit because every row starts 16-byte aligned.
+// CHECK-LABEL: gpu.func @rows
+// CHECK: scf.for %[[I:.*]] =
+// CHECK:   %[[ROW:.*]] = arith.divui %[[I]], %{{.*}} : index
+// CHECK:   %[[COL:.*]] = arith.remui %[[I]], %{{.*}} : index
+// CHECK:   vector.load %{{.*}}[%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<16x64xf32, strided<[128, 1]>>, vector<4xf32>
+gpu.module @m {
+  gpu.func @rows(%a: memref<16x128xf32>, %b: memref<16x64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %v = memref.subview %a[0, 0] [16, 64] [1, 1] : memref<16x128xf32> to memref<16x64xf32, strided<[128, 1]>>
+    "tile.elementwise"(%b, %v) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<16x64xf32>, memref<16x64xf32, strided<[128, 1]>>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// An offset of 2 floats allows only 8-byte vectors; a strided innermost dim, scalars.
+// CHECK-LABEL: gpu.func @narrowed
+// CHECK: vector.load {{.*}} {alignment = 8 : i64} : memref<64xf32, strided<[1], offset: 2>>, vector<2xf32>
+// CHECK: memref.load {{.*}} : memref<64xf32, strided<[2]>>
+gpu.module @m {
+  gpu.func @narrowed(%a: memref<128xf32>, %b: memref<64xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %off = memref.subview %a[2] [64] [1] : memref<128xf32> to memref<64xf32, strided<[1], offset: 2>>
+    "tile.elementwise"(%b, %off) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32, strided<[1], offset: 2>>) -> ()
+    %str = memref.subview %a[0] [64] [2] : memref<128xf32> to memref<64xf32, strided<[2]>>
+    "tile.elementwise"(%b, %str) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32, strided<[2]>>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// Warp scope: the lane index, 32 at a time. Thread scope: one thread does it all.
+// CHECK-LABEL: gpu.func @scopes
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[LANE:.*]] = arith.remui %[[T]], %{{.*}} : index
+// CHECK: scf.for %{{.*}} = %[[LANE]] to
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK: scf.for %{{.*}} = %[[ZERO]] to
+gpu.module @m {
+  gpu.func @scopes(%a: memref<256xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    "tile.elementwise"(%a, %a) {op = "abs", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
+    "tile.elementwise"(%a, %a) {op = "abs", scope = "thread", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
+    gpu.return
+  }
+}

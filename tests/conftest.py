@@ -1,0 +1,28 @@
+"""Test tiers: the null tier runs anywhere; tests marked `gpu` need a CUDA GPU."""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+import pytest
+
+from tile_mlir.runtime.driver import gpu_available
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if gpu_available():
+        return
+    skip = pytest.mark.skip(reason="gpu tier: no CUDA GPU on this machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> np.random.Generator:
+    """Fresh random inputs every run; the seed is in the test's report for replay."""
+    seed = secrets.randbits(64)
+    request.node.user_properties.append(("seed", seed))
+    print(f"seed {seed}")
+    return np.random.default_rng(seed)
