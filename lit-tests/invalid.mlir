@@ -145,3 +145,39 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+gpu.module @m {
+  gpu.func @k() kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %r = "tile.alloc"() {layout = #tile.layout<"S[(32, 8):(1@laneid, 1)]">} : () -> memref<32x8xf32, #gpu.address_space<private>>
+    // expected-error@+1 {{operand 0 has layout S[(32, 8):(1@laneid, 1)] over 32 threads, but scope 'cta' has 64}}
+    "tile.elementwise"(%r, %r) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<32x8xf32, #gpu.address_space<private>>, memref<32x8xf32, #gpu.address_space<private>>) -> ()
+    // expected-error@+1 {{operand 0 has layout S[(32, 8):(1@laneid, 1)] over laneid, which scope 'thread' does not have}}
+    "tile.elementwise"(%r, %r) {op = "sqrt", scope = "thread", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<32x8xf32, #gpu.address_space<private>>, memref<32x8xf32, #gpu.address_space<private>>) -> ()
+    %w = "tile.alloc"() {layout = #tile.layout<"S[(2, 32, 8):(1@warpid, 1@laneid, 1)]">} : () -> memref<2x32x8xf32, #gpu.address_space<private>>
+    // expected-error@+1 {{over warpid, which scope 'warp' does not have}}
+    "tile.elementwise"(%w, %w) {op = "sqrt", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<2x32x8xf32, #gpu.address_space<private>>, memref<2x32x8xf32, #gpu.address_space<private>>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%out: memref<4xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %p = memref.alloca() : memref<4xf32, #gpu.address_space<private>>
+    // expected-error@+1 {{operand 1 is a register buffer without a layout, which only scope 'thread' can use}}
+    "tile.copy"(%out, %p) {scope = "warp"} : (memref<4xf32>, memref<4xf32, #gpu.address_space<private>>) -> ()
+    // expected-error@+1 {{is used by memref.load: only tile ops understand a register layout}}
+    %r = "tile.alloc"() {layout = #tile.layout<"S[(32, 4):(1@laneid, 1)]">} : () -> memref<32x4xf32, #gpu.address_space<private>>
+    %c0 = arith.constant 0 : index
+    %x = memref.load %r[%c0, %c0] : memref<32x4xf32, #gpu.address_space<private>>
+    // expected-error@+1 {{is used by memref.load, so its type must spell its layout: memref<4x4xf32, strided<[8, 1]>, #gpu.address_space<workgroup>>}}
+    %s = "tile.alloc"() {layout = #tile.layout<"S[(4, 4):(8, 1)]">} : () -> memref<4x4xf32, #gpu.address_space<workgroup>>
+    %y = memref.load %s[%c0, %c0] : memref<4x4xf32, #gpu.address_space<workgroup>>
+    %t = "tile.alloc"() {layout = #tile.layout<"S[(4, 4):(8, 1)]">} : () -> memref<4x4xf32, strided<[8, 1]>, #gpu.address_space<workgroup>>
+    %z = memref.load %t[%c0, %c0] : memref<4x4xf32, strided<[8, 1]>, #gpu.address_space<workgroup>>
+    gpu.return
+  }
+}

@@ -20,7 +20,7 @@ gpu.module @m {
 gpu.module @m {
   gpu.func @forced() kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     %s = "tile.alloc"() {layout = #tile.layout<"S[64]">} : () -> memref<64xf32, #gpu.address_space<workgroup>>
-    // expected-error@+1 {{cannot use the forced variant 'gmem': operand 0 is in shared memory, not global}}
+    // expected-error@+1 {{cannot use the forced variant 'gmem': operand 0 scope shared != global}}
     "tile.elementwise"(%s, %s) {op = "exp", scope = "cta", variant = "gmem", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32, #gpu.address_space<workgroup>>, memref<64xf32, #gpu.address_space<workgroup>>) -> ()
     gpu.return
   }

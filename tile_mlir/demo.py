@@ -20,10 +20,13 @@ ROOT = dialect_file().parent.parent
 EXAMPLES = ROOT / "examples"
 OUT = ROOT / "build" / "demo"
 
-# How to check each example kernel on the GPU: its float64 reference on the inputs.
-REFERENCES: dict[str, Callable[..., np.ndarray]] = {
-    "vector_add": lambda a, b: a + b,
-    "scale_rows": lambda x, s: x * s,
+# How to check each example kernel on the GPU: its float64 reference on the inputs,
+# and the range of the random inputs.
+REFERENCES: dict[str, tuple[Callable[..., np.ndarray], tuple[float, float]]] = {
+    "vector_add": (lambda a, b: a + b, (-4.0, 4.0)),
+    "scale_rows": (lambda x, s: x * s, (-4.0, 4.0)),
+    "unary_op": (np.sqrt, (0.0, 100.0)),  # seed 000
+    "reg_sqrt": (np.sqrt, (0.0, 100.0)),  # seed 003
 }
 
 _MEMORY_OPS = re.compile(r"\b((?:ld|st)\.(?:global|shared|local)(?:\.nc)?(?:\.v[248])?)\.")
@@ -69,17 +72,21 @@ def run_on_gpu(example: Path, rng: np.random.Generator) -> bool:
     program = tile_mlir.compile(example)
     ok = True
     for name, spec in program.kernels.items():
-        reference = REFERENCES.get(name)
-        if reference is None:
+        if name not in REFERENCES:
             print(f"  {name}: no reference in tile_mlir/demo.py; not run")
             continue
-        inputs: list[np.ndarray | float] = [
-            rng.standard_normal(p.shape).astype(DTYPES[p.dtype].np_dtype()) if p.is_memref
-            else float(rng.uniform(0.5, 2.0)) for p in spec.params if not p.writes]
-        outputs = [np.full(p.shape, np.nan, DTYPES[p.dtype].np_dtype())
-                   for p in spec.params if p.writes]
-        program.kernel(name)(*inputs, *outputs)
+        reference, (low, high) = REFERENCES[name]
+        in_place = len(spec.params) == 1  # seed 000 works on its one argument
+        args: list[np.ndarray | float] = [
+            rng.uniform(low, high, p.shape).astype(DTYPES[p.dtype].np_dtype()) if p.is_memref
+            and (in_place or not p.writes) else np.full(p.shape, np.nan, DTYPES[p.dtype].np_dtype())
+            if p.is_memref else float(rng.uniform(0.5, 2.0)) for p in spec.params]
+        inputs = [np.array(a, copy=True) for a, p in zip(args, spec.params, strict=True)
+                  if in_place or not p.writes]
+        outputs = [a for a, p in zip(args, spec.params, strict=True) if p.writes]
+        program.kernel(name)(*args)
         expected = reference(*(np.asarray(a, np.float64) for a in inputs))
+        assert isinstance(outputs[0], np.ndarray)
         error = np.abs(outputs[0].astype(np.float64) - expected).max()
         eps = float(np.finfo(outputs[0].dtype).eps) if outputs[0].dtype.itemsize > 2 \
             else 2.0 ** -7 if outputs[0].dtype.name == "bfloat16" else 2.0 ** -10

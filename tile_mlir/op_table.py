@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tile_mlir.dtypes import FLOATS, HALVES
+from tile_mlir.dtypes import DTYPES, FLOATS, HALVES
 
 if TYPE_CHECKING:
     from mlir import ir
@@ -116,7 +116,7 @@ _ROWS = (
     EwOp("reciprocal", 1, _reciprocal, np.reciprocal),
     EwOp("zero", 0, _zero, lambda: np.zeros(())),
     EwOp("fill", 1, _identity, lambda v: v, scalar_only=(0,)),
-    EwOp("copy", 1, _identity, lambda a: a, native=HALVES),
+    EwOp("copy", 1, _identity, lambda a: a, dtypes=tuple(DTYPES), native=tuple(DTYPES)),
 )
 
 ELEMENTWISE: dict[str, EwOp] = {row.name: row for row in _ROWS}

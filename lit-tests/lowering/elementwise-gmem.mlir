@@ -1,17 +1,16 @@
 // elementwise/gmem: global-memory operands, 16-byte vectors strided over the scope's threads.
-// RUN: tile-opt %s --split-input-file --tile-lower | FileCheck %s
+// RUN: tile-opt %s --split-input-file --tile-lower --canonicalize --cse | FileCheck %s
 
-// A multiple of the vector width: one strided vector loop, no tail.
+// 1024 floats over 256 threads: one round of one float4 each, no loop, no tail.
 // CHECK-LABEL: gpu.func @exact
 // CHECK: %[[TID:.*]] = gpu.thread_id x
-// CHECK: scf.for %[[I:.*]] = %[[TID]] to %{{.*}} step %{{.*}} {
-// CHECK:   %[[OFF:.*]] = arith.muli %[[I]], %{{.*}} : index
-// CHECK:   %[[A:.*]] = vector.load %{{.*}}[%[[OFF]]] {alignment = 16 : i64} : memref<1024xf32>, vector<4xf32>
-// CHECK:   %[[B:.*]] = vector.load %{{.*}}[%[[OFF]]] {alignment = 16 : i64} : memref<1024xf32>, vector<4xf32>
-// CHECK:   %[[S:.*]] = arith.addf %[[A]], %[[B]] : vector<4xf32>
-// CHECK:   vector.store %[[S]], %{{.*}}[%[[OFF]]] {alignment = 16 : i64}
-// CHECK: }
-// CHECK-NOT: scf.for
+// CHECK-NOT: scf.
+// CHECK: %[[OFF:.*]] = arith.muli %[[TID]], %{{.*}} : index
+// CHECK: %[[A:.*]] = vector.load %{{.*}}[%[[OFF]]] {alignment = 16 : i64} : memref<1024xf32>, vector<4xf32>
+// CHECK: %[[B:.*]] = vector.load %{{.*}}[%[[OFF]]] {alignment = 16 : i64} : memref<1024xf32>, vector<4xf32>
+// CHECK: %[[S:.*]] = arith.addf %[[A]], %[[B]] : vector<4xf32>
+// CHECK: vector.store %[[S]], %{{.*}}[%[[OFF]]] {alignment = 16 : i64}
+// CHECK-NOT: scf.
 // CHECK: gpu.return
 gpu.module @m {
   gpu.func @exact(%a: memref<1024xf32>, %b: memref<1024xf32>, %c: memref<1024xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
@@ -22,12 +21,18 @@ gpu.module @m {
 
 // -----
 
-// 1003 elements: 250 float4 vectors, then a scalar loop over the last 3.
+// 1003 elements over 128 threads: 250 float4 vectors (a full round, then 122 threads
+// take one more), then threads 0..2 take the last 3 elements one each.
 // CHECK-LABEL: gpu.func @tail
-// CHECK: scf.for
-// CHECK:   vector.load {{.*}} vector<4xf32>
+// CHECK-DAG: %[[C122:.*]] = arith.constant 122 : index
+// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : index
+// CHECK: vector.load {{.*}} vector<4xf32>
+// CHECK: llvm.call_intrinsic "llvm.sqrt.v4f32"
+// CHECK: arith.cmpi ult, %{{.*}}, %[[C122]] : index
+// CHECK: scf.if
 // CHECK:   llvm.call_intrinsic "llvm.sqrt.v4f32"
-// CHECK: scf.for
+// CHECK: arith.cmpi ult, %{{.*}}, %[[C3]] : index
+// CHECK: scf.if
 // CHECK:   memref.load {{.*}} : memref<1003xf32>
 // CHECK:   llvm.call_intrinsic "llvm.sqrt.f32"
 // CHECK:   memref.store
@@ -58,10 +63,12 @@ gpu.module @m {
 
 // -----
 
-// Rows of a strided view stay separate: the loop index splits into row and column,
-// and vectors still fit because every row starts 16-byte aligned.
+// Rows of a strided view stay separate: the item index splits into row and column,
+// and vectors still fit because every row starts 16-byte aligned. 256 vectors over
+// 64 threads: 4 rounds.
 // CHECK-LABEL: gpu.func @rows
-// CHECK: scf.for %[[I:.*]] =
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:   %[[I:.*]] = arith.addi
 // CHECK:   %[[ROW:.*]] = arith.divui %[[I]], %{{.*}} : index
 // CHECK:   %[[COL:.*]] = arith.remui %[[I]], %{{.*}} : index
 // CHECK:   vector.load %{{.*}}[%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<16x64xf32, strided<[128, 1]>>, vector<4xf32>
@@ -91,13 +98,16 @@ gpu.module @m {
 
 // -----
 
-// Warp scope: the lane index, 32 at a time. Thread scope: one thread does it all.
+// Warp scope: the lane index, 32 at a time; a warp barrier before the next op on
+// the same buffer. Thread scope: one thread does all 64 vectors.
 // CHECK-LABEL: gpu.func @scopes
+// CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
 // CHECK: %[[T:.*]] = gpu.thread_id x
 // CHECK: %[[LANE:.*]] = arith.remui %[[T]], %{{.*}} : index
-// CHECK: scf.for %{{.*}} = %[[LANE]] to
-// CHECK: %[[ZERO:.*]] = arith.constant 0 : index
-// CHECK: scf.for %{{.*}} = %[[ZERO]] to
+// CHECK: scf.for
+// CHECK:   arith.addi %{{.*}}, %[[LANE]] : index
+// CHECK: nvvm.bar.warp.sync
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[C64]] step
 gpu.module @m {
   gpu.func @scopes(%a: memref<256xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     "tile.elementwise"(%a, %a) {op = "abs", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()

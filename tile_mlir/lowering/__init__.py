@@ -3,7 +3,8 @@
 A variant is a module of its own under `lowering/<op>/<variant>.py`, whose
 docstring says when it applies. It registers a `Variant`: a name, a priority,
 a predicate that answers `(True, "")` or `(False, reason)`, and a lowering
-that rewrites the op in place. `tile-dispatch` asks the predicates in priority
+that builds the op's replacement at the op (tile-lower sets the insertion
+point and location, and erases the op afterwards). `tile-dispatch` asks the predicates in priority
 order and records the first that accepts on the op (`variant = "<name>"`);
 `tile-lower` runs that variant's lowering.
 """
@@ -38,6 +39,11 @@ class Variant:
 # The variant modules, imported on first use; each registers itself.
 _MODULES = (
     "tile_mlir.lowering.elementwise.gmem",
+    "tile_mlir.lowering.elementwise.smem",
+    "tile_mlir.lowering.elementwise.reg",
+    "tile_mlir.lowering.elementwise.mem",
+    "tile_mlir.lowering.copy.gmem_smem",
+    "tile_mlir.lowering.copy.reg",
 )
 
 _REGISTRY: dict[str, list[Variant]] = {}

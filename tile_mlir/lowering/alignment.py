@@ -85,21 +85,45 @@ def _subview_offset_divisor(op: ir.Operation, depth: int) -> int:
     return result
 
 
-def root_is_kernel_argument(view: ir.Value, depth: int = 0) -> bool:
-    """True when the view is derived (by views only) from a gpu.func argument."""
-    owner = view.owner
-    if isinstance(owner, ir.Block):
-        parent = owner.owner
-        return parent is not None and parent.operation.name == "gpu.func"
-    if depth > 32:
-        return False
-    op = owner.operation
-    if op.name in ("memref.subview", "memref.collapse_shape", "memref.expand_shape",
-                   "memref.cast", "memref.reinterpret_cast"):
-        return root_is_kernel_argument(op.operands[0], depth + 1)
-    return False
+_VIEWS = ("memref.subview", "memref.collapse_shape", "memref.expand_shape", "memref.cast",
+          "memref.reinterpret_cast")
+
+
+def root_buffer(view: ir.Value) -> ir.Value:
+    """The buffer a view was cut from (through subviews, casts and reshapes)."""
+    for _ in range(64):
+        op = defining_op(view)
+        if op is None or op.name not in _VIEWS:
+            break
+        view = op.operands[0]
+    return view
 
 
 def base_alignment(view: ir.Value, elem_bytes: int) -> int:
-    """Bytes of alignment of the view's root buffer."""
-    return KERNEL_ARG_ALIGN if root_is_kernel_argument(view) else elem_bytes
+    """Bytes of alignment of the buffer a view was cut from: a kernel argument
+    (KERNEL_ARG_ALIGN), a memref.global or an allocation with an alignment."""
+    root = root_buffer(view)
+    op = defining_op(root)
+    if op is None:
+        parent = root.owner.owner if isinstance(root.owner, ir.Block) else None
+        is_argument = parent is not None and parent.operation.name == "gpu.func"
+        return KERNEL_ARG_ALIGN if is_argument else elem_bytes
+    if op.name == "memref.get_global":
+        op = _global(op) or op
+    align = op.attributes.get("alignment")
+    return max(int(ir.IntegerAttr(align).value), elem_bytes) if align is not None else elem_bytes
+
+
+def _global(get_global: ir.Operation) -> ir.Operation | None:
+    """The memref.global a memref.get_global names, in the enclosing (gpu.)module."""
+    name = ir.FlatSymbolRefAttr(get_global.attributes["name"]).value
+    scope = get_global.parent
+    while scope is not None and scope.name not in ("gpu.module", "builtin.module"):
+        scope = scope.parent
+    if scope is None:
+        return None
+    for op in scope.regions[0].blocks[0].operations:
+        if op.operation.name == "memref.global" and \
+                ir.StringAttr(op.operation.attributes["sym_name"]).value == name:
+            return op.operation
+    return None

@@ -11,12 +11,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from mlir import ir
 
 from tile_mlir.dialects import tile
 from tile_mlir.dtypes import DType, by_mlir
 from tile_mlir.layout import TileLayout
+
+if TYPE_CHECKING:
+    from tile_mlir.lowering.buffers import Buffers
 
 SCOPE_THREADS = {"thread": 1, "warp": 32, "warpgroup": 128}
 """Thread count of the fixed-size scopes; `cta` takes the kernel's block size."""
@@ -77,6 +81,7 @@ class OpInfo:
     kernel: ir.OpView | None  # the enclosing gpu.func
     block: tuple[int, int, int] | None  # known_block_size of the kernel
     operands: list[Operand] = field(default_factory=list)
+    buffers: Buffers | None = None  # tile.alloc storage, set by tile-lower
 
     @property
     def dst(self) -> Operand:

@@ -87,7 +87,7 @@ def scope_thread_index(scope: str, block: Sequence[int] | None) -> ir.Value:
         return gpu.lane_id()
     assert block is not None, f"scope {scope} needs the kernel's block size"
     tid = linear_thread_id(block)
-    if scope == "cta":
-        return tid
     width = 32 if scope == "warp" else 128
+    if scope == "cta" or block[0] * block[1] * block[2] <= width:
+        return tid
     return arith.remui(tid, const_index(width))

@@ -30,6 +30,7 @@ from tile_mlir.lowering.analysis import (
     known_block_size,
     memory_space,
 )
+from tile_mlir.lowering.buffers import layout_type
 from tile_mlir.passes import TilePass, op_error, tile_ops
 
 ATTRIBUTES = {
@@ -77,6 +78,35 @@ def check_scope(info: OpInfo) -> list[str]:
     if width and threads % width:
         return [f"at scope '{scope}' needs whole {scope}s, but the block has {threads} threads"]
     return []
+
+
+_SCOPE_AXES = {"thread": (), "warp": ("laneid", "tid"), "warpgroup": ("laneid", "warpid", "tid"),
+               "cta": ("laneid", "warpid", "wgid", "tid")}
+
+
+def check_registers(info: OpInfo) -> list[str]:
+    """Register operands: a layout whose threads are exactly the scope's."""
+    errors = []
+    threads = info.scope_threads
+    seen: set[ir.Value] = set()
+    for operand in info.memrefs:
+        if operand.space != "local" or operand.value in seen:
+            continue
+        seen.add(operand.value)
+        layout = operand.layout
+        if layout is None:
+            if info.scope != "thread":
+                errors.append(f"operand {operand.index} is a register buffer without a layout, "
+                              f"which only scope 'thread' can use: allocate it with tile.alloc")
+            continue
+        stray = [a for a in layout.thread_axes if a not in _SCOPE_AXES[info.scope]]
+        if stray:
+            errors.append(f"operand {operand.index} has layout {layout} over {', '.join(stray)}, "
+                          f"which scope '{info.scope}' does not have")
+        elif layout.is_distributed and threads is not None and layout.thread_count != threads:
+            errors.append(f"operand {operand.index} has layout {layout} over "
+                          f"{layout.thread_count} threads, but scope '{info.scope}' has {threads}")
+    return errors
 
 
 def check_variant(info: OpInfo) -> list[str]:
@@ -191,6 +221,12 @@ def check_alloc(op: ir.OpView) -> list[str]:
     block = known_block_size(enclosing(op, "gpu.func"))
     if block and layout.thread_count > math.prod(block):
         return [f"layout spans {layout.thread_count} threads, the block has {math.prod(block)}"]
+    users = sorted({use.owner.operation.name for use in op.buffer.uses} - set(tile.OP_NAMES))
+    if users and space == "local":
+        return [f"is used by {', '.join(users)}: only tile ops understand a register layout"]
+    if users and type_ != layout_type(layout, type_):
+        return [f"is used by {', '.join(users)}, so its type must spell its layout: "
+                f"{layout_type(layout, type_)}"]
     return []
 
 
@@ -220,8 +256,10 @@ def verify_op(op: ir.OpView) -> list[str]:
     if errors:
         return errors
     info = describe(op)
-    errors = check_scope(info) + check_variant(info)
-    return errors + _CHECKS[info.name](info)
+    errors = check_scope(info)
+    if errors:
+        return errors
+    return check_variant(info) + check_registers(info) + _CHECKS[info.name](info)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,34 @@
+"""elementwise/mem: an elementwise op over memory tiles of mixed kinds (global and shared).
+
+Applies, below gmem and smem, when every memref operand is in global or shared
+memory but not all in one of them (`b = b + s` with b global, s shared). The
+partition is synthesized from the scope as for those two
+(lowering/partition.py); each operand keeps its own strides and alignment.
+"""
+
+from __future__ import annotations
+
+from tile_mlir.lowering import Variant, Verdict, partition, register
+from tile_mlir.lowering.access import Access
+from tile_mlir.lowering.analysis import OpInfo
+from tile_mlir.lowering.compute import Compute
+from tile_mlir.lowering.predicates import (
+    FLOAT_COMPUTE,
+    all_in,
+    element_types,
+    first_failure,
+    scope_known,
+)
+
+
+def check(info: OpInfo) -> Verdict:
+    return first_failure(all_in(info, ("global", "shared")), scope_known(info),
+                         element_types(info, FLOAT_COMPUTE))
+
+
+def lower(info: OpInfo) -> None:
+    partition.emit(info, [Access.of(o, info.buffers) for o in info.memrefs], Compute(info))
+
+
+register(Variant("tile.elementwise", "mem", 5, check, lower,
+                 "global and shared operands mixed; partition synthesized from the scope"))

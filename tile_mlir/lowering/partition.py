@@ -1,0 +1,191 @@
+"""The synthesized partition [outer, threads, vec] of seed 000, for memory operands.
+
+When every operand of an elementwise op or a copy is in memory (global or
+shared), nothing about the operands says which thread takes which element, so
+the partition is synthesized from the scope: the logical dimensions that are
+contiguous in every operand are coalesced into one view, the innermost run of
+the view is cut into vectors of up to 16 bytes, and thread t of the scope's T
+takes vectors t, t + T, t + 2T, ... (the rounds). A scalar loop then takes the
+tail of each row that is not a whole vector. The vector width shrinks, down to
+scalar accesses, when alignment, strides or element types do not allow 16
+bytes, and the plan says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, memref, scf
+
+from tile_mlir.lowering.access import Access, Groups, View
+from tile_mlir.lowering.alignment import defining_op
+from tile_mlir.lowering.analysis import DYNAMIC, OpInfo
+from tile_mlir.lowering.compute import Address, Compute
+from tile_mlir.lowering.emit import const_index, scope_thread_index
+
+MAX_ACCESS_BYTES = 16
+
+
+@dataclass(frozen=True)
+class Plan:
+    groups: Groups  # logical dims coalesced into each view dim
+    view_shape: tuple[int, ...]  # sizes of the view dims (DYNAMIC where unknown)
+    vec: int  # elements per access
+    why: str  # what set the vector width
+
+
+def _groups(accesses: list[Access], rank: int) -> Groups:
+    groups: list[list[int]] = [[0]] if rank else []
+    for dim in range(1, rank):
+        if all(a.mergeable(dim) for a in accesses):
+            groups[-1].append(dim)
+        else:
+            groups.append([dim])
+    return tuple(tuple(g) for g in groups)
+
+
+def _group_size(shape: tuple[int, ...], group: tuple[int, ...]) -> int:
+    sizes = [shape[d] for d in group]
+    return DYNAMIC if DYNAMIC in sizes else math.prod(sizes)
+
+
+def plan(accesses: list[Access], shape: tuple[int, ...]) -> Plan:
+    """Coalesce, then pick the widest vector every operand allows."""
+    groups = _groups(accesses, len(shape))
+    view_shape = tuple(_group_size(shape, g) for g in groups)
+    if not view_shape:
+        return Plan(groups, view_shape, 1, "a 0-d tile")
+    vec = MAX_ACCESS_BYTES // max(a.nbytes for a in accesses)
+    why = f"{MAX_ACCESS_BYTES}-byte accesses"
+    for access in accesses:
+        if access.inner_stride(groups) != 1:
+            return Plan(groups, view_shape, 1, f"operand {access.index} is strided innermost")
+        if not access.vectorizable:
+            return Plan(groups, view_shape, 1, f"operand {access.index} is bool")
+    if view_shape[-1] != DYNAMIC:
+        while vec > 1 and vec > view_shape[-1]:
+            vec //= 2
+            why = f"the innermost run is {view_shape[-1]} elements"
+    for access in accesses:
+        align = access.alignment(groups)
+        while vec > 1 and align % vec:
+            vec //= 2
+            why = f"operand {access.index} is aligned to {align * access.nbytes} bytes"
+    return Plan(groups, view_shape, vec, why)
+
+
+def _size(p: Plan, dim: int, dynamic_source: ir.Value | None) -> ir.Value:
+    static = p.view_shape[dim]
+    if static != DYNAMIC:
+        return const_index(static)
+    assert dynamic_source is not None, "dynamic sizes come from a plain memref"
+    return memref.dim(dynamic_source, const_index(dim))
+
+
+def _product(values: list[ir.Value]) -> ir.Value:
+    result = values[0] if values else const_index(1)
+    for value in values[1:]:
+        result = arith.muli(result, value)
+    return result
+
+
+def delinearize(index: ir.Value, sizes: list[ir.Value]) -> list[ir.Value]:
+    """Split a linear index into row-major indices over `sizes` (the first is unbounded)."""
+    indices: list[ir.Value] = []
+    for size in reversed(sizes[1:]):
+        indices.append(arith.remui(index, size))
+        index = arith.divui(index, size)
+    indices.append(index)
+    return list(reversed(indices))
+
+
+def emit(info: OpInfo, accesses: list[Access], compute: Compute) -> Plan:
+    """Lower the op at the insertion point: the vector rounds, then the scalar tail."""
+    p = plan(accesses, info.dst.shape)
+    tid = scope_thread_index(info.scope, info.block)
+    threads = info.scope_threads
+    assert threads is not None
+    views = {a.index: a.view(p.groups, p.view_shape) for a in accesses}
+    plain = next((v.buffer for v in views.values() if v.flat_strides is None), None)
+    if not p.view_shape:  # a 0-d tile: the scope's first thread does it
+        first = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, tid, const_index(0)))
+        with ir.InsertionPoint(first.then_block):
+            compute.apply(_at(views, []), 1)
+            scf.YieldOp([])
+        return p
+    rank = len(p.view_shape)
+    outer = [_size(p, d, plain) for d in range(rank - 1)]
+    inner = _size(p, rank - 1, plain)
+    vectors = arith.divui(inner, const_index(p.vec)) if p.vec > 1 else inner
+    _rounds(tid, threads, outer, vectors, lambda lead, j: compute.apply(
+        _at(views, [*lead, arith.muli(j, const_index(p.vec)) if p.vec > 1 else j]), p.vec))
+    static_inner = p.view_shape[-1]
+    if p.vec > 1 and (static_inner == DYNAMIC or static_inner % p.vec):
+        tail = arith.remui(inner, const_index(p.vec))
+        start = arith.subi(inner, tail)
+        _rounds(tid, threads, outer, tail, lambda lead, j: compute.apply(
+            _at(views, [*lead, arith.addi(start, j)]), 1))
+    return p
+
+
+def _at(views: dict[int, View], indices: list[ir.Value]) -> dict[int, Address]:
+    return {i: (v.buffer, v.indices(indices)) for i, v in views.items()}
+
+
+def _rounds(tid: ir.Value, threads: int, outer: list[ir.Value], per_row: ir.Value,
+            body: Callable[[list[ir.Value], ir.Value], None]) -> None:
+    """Items k = 0 .. rows * per_row - 1, thread tid taking k = tid, tid + threads, ...;
+    body(row indices, k % per_row) for each. With a static count: `full` rounds
+    with no bound check (one round folds away), then the last partial round under
+    `tid < rest`; otherwise a strided loop."""
+    total = arith.muli(_product(outer), per_row)
+    count = _static(total)
+    if count is None:
+        loop = scf.ForOp(tid, total, const_index(threads))
+        with ir.InsertionPoint(loop.body):
+            _item(loop.induction_variable, outer, per_row, body)
+            scf.YieldOp([])
+        return
+    full, rest = divmod(count, threads)
+    if full:
+        loop = scf.ForOp(const_index(0), const_index(full), const_index(1))
+        with ir.InsertionPoint(loop.body):
+            k = arith.addi(arith.muli(loop.induction_variable, const_index(threads)), tid)
+            _item(k, outer, per_row, body)
+            scf.YieldOp([])
+    if rest:
+        last = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, tid, const_index(rest)))
+        with ir.InsertionPoint(last.then_block):
+            _item(arith.addi(const_index(full * threads), tid), outer, per_row, body)
+            scf.YieldOp([])
+
+
+def _item(k: ir.Value, outer: list[ir.Value], per_row: ir.Value,
+          body: Callable[[list[ir.Value], ir.Value], None]) -> None:
+    if not outer:
+        body([], k)
+        return
+    body(delinearize(arith.divui(k, per_row), outer), arith.remui(k, per_row))
+
+
+def _static(value: ir.Value) -> int | None:
+    """The value of an index computed from constants only (arith folds as it builds)."""
+    op = defining_op(value)
+    if op is None:
+        return None
+    if op.name == "arith.constant":
+        return int(ir.IntegerAttr(op.attributes["value"]).value)
+    parts = [_static(v) for v in op.operands]
+    if None in parts or op.name not in _FOLD:
+        return None
+    return _FOLD[op.name](*[p for p in parts if p is not None])
+
+
+_FOLD: dict[str, Callable[..., int]] = {
+    "arith.muli": lambda a, b: a * b, "arith.divui": lambda a, b: a // b,
+    "arith.remui": lambda a, b: a % b, "arith.addi": lambda a, b: a + b,
+    "arith.subi": lambda a, b: a - b,
+}

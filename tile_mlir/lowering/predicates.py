@@ -1,0 +1,61 @@
+"""Questions the variants' predicates share, each answering (ok, reason)."""
+
+from __future__ import annotations
+
+from tile_mlir.layout import TileLayout
+from tile_mlir.lowering import ACCEPT, Verdict, reject
+from tile_mlir.lowering.analysis import OpInfo
+from tile_mlir.lowering.bundle import same_distribution
+
+FLOAT_COMPUTE = ("f32", "f16", "bf16")
+"""Element types the elementwise variants compute in (more come with the op library)."""
+
+
+def scope_known(info: OpInfo) -> Verdict:
+    if info.scope_threads is None:
+        return reject(f"scope {info.scope} needs the kernel's known_block_size")
+    return ACCEPT
+
+
+def all_in(info: OpInfo, spaces: tuple[str, ...]) -> Verdict:
+    """Every memref operand is in one of `spaces` (global, shared, local)."""
+    for operand in info.memrefs:
+        if operand.space not in spaces:
+            return reject(f"operand {operand.index} scope {operand.space} != "
+                          f"{' or '.join(spaces)}")
+    return ACCEPT
+
+
+def element_types(info: OpInfo, supported: tuple[str, ...]) -> Verdict:
+    for operand in info.operands:
+        if operand.dtype.name not in supported:
+            return reject(f"element type {operand.dtype.name} is not one of "
+                          f"{', '.join(supported)}")
+    return ACCEPT
+
+
+def register_anchor(info: OpInfo) -> tuple[TileLayout | None, str]:
+    """The layout that induces the partition: the first register operand's, dst first.
+
+    Every other register operand must give each thread the same coordinates.
+    Returns (None, reason) when there is no usable anchor.
+    """
+    registers = [o for o in info.memrefs if o.space == "local"]
+    if not registers:
+        return None, "no operand is in registers"
+    for operand in registers:
+        if operand.layout is None:
+            return None, (f"register operand {operand.index} has no layout "
+                          "(allocate it with tile.alloc)")
+    anchor = registers[0].layout
+    assert anchor is not None
+    for operand in registers[1:]:
+        assert operand.layout is not None
+        if not same_distribution(anchor, operand.layout):
+            return None, (f"register operand {operand.index} ({operand.layout}) is distributed "
+                          f"unlike operand {registers[0].index} ({anchor})")
+    return anchor, ""
+
+
+def first_failure(*verdicts: Verdict) -> Verdict:
+    return next((v for v in verdicts if not v[0]), ACCEPT)
