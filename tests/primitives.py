@@ -121,6 +121,43 @@ def _packed_registers() -> str:
 """
 
 
+def _register_chain() -> str:
+    """A warp's register tiles through fill, maximum, sub, div and minimum with a scalar."""
+    reg = "memref<32x8xf32, #gpu.address_space<private>>"
+    layout = '#tile.layout<"S[(32, 8):(1@laneid, 1)]">'
+    binary = "operandSegmentSizes = array<i32: 1, 1, 1, 0>"
+    steps = "\n".join(
+        f'    "tile.elementwise"(%r, %r, %q) {{op = "{op}", scope = "warp", {binary}}} '
+        f": ({reg}, {reg}, {reg}) -> ()" for op in ("max", "sub", "div", "min"))
+    return f"""gpu.module @kernels {{
+  gpu.func @k(%a: memref<32x8xf32>, %s: f32, %out: memref<32x8xf32>) kernel attributes {{known_block_size = array<i32: 32, 1, 1>, known_grid_size = array<i32: 1, 1, 1>}} {{
+    %r = "tile.alloc"() {{layout = {layout}}} : () -> {reg}
+    %q = "tile.alloc"() {{layout = {layout}}} : () -> {reg}
+    "tile.copy"(%r, %a) {{scope = "warp"}} : ({reg}, memref<32x8xf32>) -> ()
+    "tile.elementwise"(%q, %s) {{op = "fill", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 0, 0>}} : ({reg}, f32) -> ()
+{steps}
+    "tile.copy"(%out, %r) {{scope = "warp"}} : (memref<32x8xf32>, {reg}) -> ()
+    gpu.return
+  }}
+}}
+"""
+
+
+def _chain_inputs(rng: np.random.Generator) -> list[Array]:
+    return [rng.uniform(-4, 4, (32, 8)).astype(np.float32), np.float32(rng.uniform(0.5, 2))]
+
+
+def _chain_reference(a: Array, s: Array) -> Array:
+    """Each step rounded to f32, as the kernel computes it (every step is exact)."""
+    def f32(x: Array) -> Array:
+        return np.asarray(x, np.float32).astype(np.float64)
+
+    x = f32(np.maximum(a, s))
+    x = f32(x - s)
+    x = f32(x / s)
+    return f32(np.minimum(x, s))
+
+
 def _sqrt(x: Array) -> Array:
     root: Array = np.sqrt(x)
     return root
@@ -161,4 +198,6 @@ PROGRAMS: list[Program] = [
             lambda a: a + a, (32, 4)),
     Program("packed_f16_registers", _packed_registers(), uniform((32, 16), "f16"),
             lambda a: a + a, (32, 16), dtype="f16"),
+    Program("register_chain_fill_max_sub_div_min", _register_chain(), _chain_inputs,
+            _chain_reference, (32, 8)),
 ]

@@ -1,5 +1,6 @@
 // elementwise/reg (seed 003): register operands; the register layout induces the partition.
 // RUN: tile-opt %s --split-input-file --verify-diagnostics --tile-lower --canonicalize --cse | FileCheck %s
+// RUN: tile-opt %s --split-input-file -p tile-to-ptx --emit=ptx 2>/dev/null | FileCheck %s --check-prefix=PACKED
 // RUN: tile-opt %examples/seed_003_reg_sqrt.mlir --tile-lower --canonicalize --cse | FileCheck %s --check-prefix=SEED
 // RUN: tile-opt %examples/seed_003_reg_sqrt.mlir -p tile-to-ptx --emit=ptx | FileCheck %s --check-prefix=PTX
 // RUN: tile-opt %examples/seed_003_reg_sqrt.mlir -p tile-to-ptx --emit=ptx | grep -c "sqrt.rn.f32" | FileCheck %s --check-prefix=SQRTS
@@ -25,14 +26,29 @@
 // LOADS: 4
 
 // f16 registers go two at a time, so the arithmetic is packed (add.rn.f16x2).
+// PACKED-LABEL: .entry packed(
+// PACKED: add.rn.f16x2
+// PACKED-LABEL: .entry packed_bf16(
+// PACKED: mul.rn.bf16x2
+// PACKED: add.rn.bf16x2
 // CHECK-LABEL: gpu.func @packed
 // CHECK: scf.for %{{.*}} = %c0 to %c8 step %c2
 // CHECK:   %[[A:.*]] = vector.load {{.*}} : memref<8xf16, #gpu.address_space<private>>, vector<2xf16>
 // CHECK:   arith.addf %[[A]], %[[A]] : vector<2xf16>
 gpu.module @m {
-  gpu.func @packed() kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+  gpu.func @packed(%g: memref<32x8xf16>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
     %r = "tile.alloc"() {layout = #tile.layout<"S[(32, 8):(1@laneid, 1)]">} : () -> memref<32x8xf16, #gpu.address_space<private>>
+    "tile.copy"(%r, %g) {scope = "warp"} : (memref<32x8xf16, #gpu.address_space<private>>, memref<32x8xf16>) -> ()
     "tile.elementwise"(%r, %r, %r) {op = "add", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<32x8xf16, #gpu.address_space<private>>, memref<32x8xf16, #gpu.address_space<private>>, memref<32x8xf16, #gpu.address_space<private>>) -> ()
+    "tile.copy"(%g, %r) {scope = "warp"} : (memref<32x8xf16>, memref<32x8xf16, #gpu.address_space<private>>) -> ()
+    gpu.return
+  }
+  gpu.func @packed_bf16(%g: memref<32x8xbf16>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %r = "tile.alloc"() {layout = #tile.layout<"S[(32, 8):(1@laneid, 1)]">} : () -> memref<32x8xbf16, #gpu.address_space<private>>
+    "tile.copy"(%r, %g) {scope = "warp"} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16>) -> ()
+    "tile.elementwise"(%r, %r, %r) {op = "mul", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>) -> ()
+    "tile.elementwise"(%r, %r, %r) {op = "add", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>) -> ()
+    "tile.copy"(%g, %r) {scope = "warp"} : (memref<32x8xbf16>, memref<32x8xbf16, #gpu.address_space<private>>) -> ()
     gpu.return
   }
 }
