@@ -26,7 +26,7 @@ Array = np.ndarray
 class Program:
     name: str
     mlir: str
-    inputs: Callable[[np.random.Generator], list[Array]]
+    inputs: Callable[[np.random.Generator], list[Array | float]]
     expected: Callable[..., Array]  # float64 result from the inputs (as float64)
     out_shape: tuple[int, ...]
     dtype: str = "f32"
@@ -36,7 +36,7 @@ class Program:
 
 
 def uniform(shape: tuple[int, ...], dtype: str, low: float = -4.0, high: float = 4.0
-            ) -> Callable[[np.random.Generator], list[Array]]:
+            ) -> Callable[[np.random.Generator], list[Array | float]]:
     np_type = DTYPES[dtype].np_dtype()
     return lambda rng: [rng.uniform(low, high, shape).astype(np_type)]
 
@@ -143,8 +143,8 @@ def _register_chain() -> str:
 """
 
 
-def _chain_inputs(rng: np.random.Generator) -> list[Array]:
-    return [rng.uniform(-4, 4, (32, 8)).astype(np.float32), np.float32(rng.uniform(0.5, 2))]
+def _chain_inputs(rng: np.random.Generator) -> list[Array | float]:
+    return [rng.uniform(-4, 4, (32, 8)).astype(np.float32), float(np.float32(rng.uniform(0.5, 2)))]
 
 
 def _chain_reference(a: Array, s: Array) -> Array:

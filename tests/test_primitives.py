@@ -24,8 +24,9 @@ def test_program_compiles(program: Program) -> None:
 def test_program_on_gpu(program: Program, rng: np.random.Generator) -> None:
     kernel = tile_mlir.compile(program.mlir, name=program.name).kernel(program.kernel)
     inputs = program.inputs(rng)
-    expected = program.expected(*(a.astype(np.float64) for a in inputs))
+    expected = program.expected(*(np.asarray(a, np.float64) for a in inputs))
     if program.in_place:
+        assert isinstance(inputs[0], np.ndarray)
         out = inputs[0].copy()
         kernel(out)
     else:

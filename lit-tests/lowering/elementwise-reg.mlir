@@ -1,6 +1,6 @@
 // elementwise/reg (seed 003): register operands; the register layout induces the partition.
 // RUN: tile-opt %s --split-input-file --verify-diagnostics --tile-lower --canonicalize --cse | FileCheck %s
-// RUN: tile-opt %s --split-input-file -p tile-to-ptx --emit=ptx 2>/dev/null | FileCheck %s --check-prefix=PACKED
+// RUN: not tile-opt %s --split-input-file -p tile-to-ptx --emit=ptx 2>/dev/null | FileCheck %s --check-prefix=PACKED
 // RUN: tile-opt %examples/seed_003_reg_sqrt.mlir --tile-lower --canonicalize --cse | FileCheck %s --check-prefix=SEED
 // RUN: tile-opt %examples/seed_003_reg_sqrt.mlir -p tile-to-ptx --emit=ptx | FileCheck %s --check-prefix=PTX
 // RUN: tile-opt %examples/seed_003_reg_sqrt.mlir -p tile-to-ptx --emit=ptx | grep -c "sqrt.rn.f32" | FileCheck %s --check-prefix=SQRTS
