@@ -1,0 +1,90 @@
+"""Kernel strategies, and which one an op runs with: the autotuner's choice or a default.
+
+A strategy (program.Strategy) is seed 004's three, as options of the
+elementwise/gmem variant plus the piece size:
+- direct:  one element per access (vector_bytes = 1), one round per thread;
+- vector:  16-byte vectors, `rounds` per thread, each loaded, computed and
+           stored in turn (explicit_parallel);
+- staged:  16-byte (or 32-byte) vectors, all `rounds` loads issued before the
+           first compute (register_copy; the Hopper habit of several
+           independent loads in flight).
+Threads per CTA and rounds per thread are the tunables. The default, without
+tuning: staged, 256 threads, 16-byte vectors, 4 rounds for large arrays (2
+from 2^16 elements, 1 below, so that small arrays still spread over the SMs).
+
+The autotuner (tune.py) measures candidates per (op family, dtype, size class)
+on the GPU and writes its choices to `ops-tuning-<chip>.json` in the kernel
+cache's directory, which `choose` reads.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tile_mlir.ops import _runtime
+from tile_mlir.ops.program import Strategy
+
+STRATEGIES: dict[str, Strategy] = {
+    "direct": Strategy(threads=256, vector_bytes=1, rounds=1, stage=1),
+    "vector": Strategy(threads=256, vector_bytes=16, rounds=4, stage=1),
+    "staged": Strategy(threads=256, vector_bytes=16, rounds=4, stage=4),
+}
+
+SIZE_CLASSES = ((16, "<2^16"), (20, "2^16"), (24, "2^20"), (999, "2^24"))
+"""(log2 bound, name): a size class holds the sizes below its bound and at or above the
+previous one; each is named after its smallest size."""
+
+
+def size_class(numel: int) -> str:
+    bits = max(numel - 1, 0).bit_length()
+    return next(name for bound, name in SIZE_CLASSES if bits < bound)
+
+
+def default(numel: int) -> Strategy:
+    rounds = 4 if numel >= 1 << 20 else 2 if numel >= 1 << 16 else 1
+    return Strategy(threads=256, vector_bytes=16, rounds=rounds, stage=rounds)
+
+
+def tuning_file(chip: str) -> Path:
+    return _runtime.cache_directory() / f"ops-tuning-{chip}.json"
+
+
+def key(family: str, dtype: str, numel: int) -> str:
+    return f"{family}/{dtype}/{size_class(numel)}"
+
+
+@cache
+def _choices(chip: str) -> dict[str, Strategy]:
+    path = tuning_file(chip)
+    try:
+        data = json.loads(path.read_text())
+        return {k: Strategy(**v) for k, v in data.get("choices", {}).items()}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def choose(family: str, dtype: str, numel: int, chip: str | None) -> Strategy:
+    """The tuned strategy for the op's family, dtype and size, else the default."""
+    if chip is not None:
+        tuned = _choices(chip).get(key(family, dtype, numel))
+        if tuned is not None:
+            return tuned
+    return default(numel)
+
+
+def save(chip: str, choices: dict[str, Strategy], meta: dict[str, Any]) -> Path:
+    """Write (merge into) the tuning file, atomically; returns its path."""
+    path = tuning_file(chip)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    merged = {k: asdict(v) for k, v in _choices(chip).items()}
+    merged.update({k: asdict(v) for k, v in choices.items()})
+    temporary = path.with_suffix(f".tmp{id(choices)}")
+    temporary.write_text(json.dumps({"meta": meta, "choices": merged}, indent=1,
+                                    sort_keys=True))
+    temporary.replace(path)
+    _choices.cache_clear()
+    return path
