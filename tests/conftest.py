@@ -6,6 +6,7 @@ import secrets
 
 import numpy as np
 import pytest
+from emulated import device  # noqa: F401 - the pretend device, for the null tier's op tests
 
 from tile_mlir.runtime.driver import gpu_available
 

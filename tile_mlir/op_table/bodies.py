@@ -202,6 +202,14 @@ def floor_divide(args: list[Value], ty: Type) -> Value:
     return _floor_divide_float(a, b, ty) if kind(ty) == "float" else _floor_divide_int(a, b, ty)
 
 
+def signbit(x: Value) -> Value:
+    """Whether a float's sign bit is set (-0.0 and negative NaNs included)."""
+    ty = x.type
+    bits = D.ir.FloatType(D.emit.element_type(ty)).width
+    ints = D.emit.with_element_type(ty, D.ir.IntegerType.get_signless(bits))
+    return compare("lt", D.arith.bitcast(ints, x), const(ints, 0))
+
+
 def _floor_divide_int(a: Value, b: Value, ty: Type) -> Value:
     """Truncating division, one less where the signs differ and it was inexact."""
     arith = D.arith
@@ -226,7 +234,7 @@ def _floor_divide_float(a: Value, b: Value, ty: Type) -> Value:
     up = compare("gt", arith.subf(quotient, floor), const(ty, 0.5))
     floor = arith.select(up, arith.addf(floor, one), floor)
     true_quotient = arith.divf(a, b)
-    signed_zero = D.math.copysign(zero, true_quotient)
+    signed_zero = arith.select(signbit(true_quotient), const(ty, -0.0), zero)
     result = arith.select(compare("ne", quotient, zero), floor, signed_zero)
     return arith.select(compare("eq", b, zero), true_quotient, result)
 

@@ -88,14 +88,23 @@ def promoted(args: Sequence[Arg], operands: Sequence[Operand]) -> str:
     return promotion.result_type(typed)
 
 
-def result_dtype(row: op_table.EwOp, common: str, what: str) -> str:
+def result_dtype(row: op_table.EwOp, common: str, what: str, culprit: str = "") -> str:
     """The op's result dtype from the promoted one; TypeError if the op lacks it."""
     if row.out == "float" and not DTYPES[common].is_float:
         common = "f32"
     if common not in row.dtypes:
-        raise TypeError(f"{what} is not defined on {_torch_name(common)} "
-                        f"(dtypes: {', '.join(_torch_name(d) for d in row.dtypes)})")
+        because = f"{culprit}; " if culprit else ""
+        raise TypeError(f"{what} is not defined on {_torch_name(common)} ({because}"
+                        f"dtypes: {', '.join(_torch_name(d) for d in row.dtypes)})")
     return "bool" if row.out == "bool" else common
+
+
+def _culprit(args: Sequence[Arg], operands: Sequence[Operand], common: str) -> str:
+    """Which argument brought the promoted dtype in (for an error message)."""
+    for arg, operand in zip(args, operands, strict=True):
+        if arg.promotes and operand.dtype == common:
+            return f"argument '{arg.name}' is {_torch_name(common)}"
+    return ""
 
 
 def _torch_name(dtype: str) -> str:
@@ -159,8 +168,9 @@ class Call:
 
 def result_type(op: str, args: Sequence[Arg]) -> str:
     """The result dtype of the op on these arguments (any subset of its inputs)."""
-    return result_dtype(op_table.ELEMENTWISE[op], promoted(args, [classify(a) for a in args]),
-                        op)
+    operands = [classify(a) for a in args]
+    common = promoted(args, operands)
+    return result_dtype(op_table.ELEMENTWISE[op], common, op, _culprit(args, operands, common))
 
 
 def resolve(op: str, args: Sequence[Arg], result: str | None = None, what: str = "") -> Call:
@@ -174,7 +184,7 @@ def resolve(op: str, args: Sequence[Arg], result: str | None = None, what: str =
     if not arrays:
         raise TypeError(f"{what} needs at least one array argument")
     common = promoted(args, operands)
-    dtype = result or result_dtype(row, common, what)
+    dtype = result or result_dtype(row, common, what, _culprit(args, operands, common))
     shape = layout.broadcast_shapes([o.shape for _, o in arrays],
                                     [f"argument '{n}'" for n, _ in arrays])
     compute = opmath(common if row.out == "bool" else dtype)
