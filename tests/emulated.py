@@ -60,7 +60,7 @@ class Device:
     def __init__(self) -> None:
         self.buffers: list[Buffer] = []
         self.next_address = 1 << 32
-        self.launches: list[dispatch.Prepared | str] = []
+        self.launches: list[str] = []  # the text of every kernel launched
 
     def alloc(self, elements: int, dtype: str) -> Buffer:
         array = np.zeros(max(elements, 1), dtype_of(dtype))
