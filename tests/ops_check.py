@@ -136,7 +136,8 @@ def array(case: Case, position: int, rng: np.random.Generator) -> np.ndarray:
 def scalar(case: Case, position: int, rng: np.random.Generator) -> bool | int | float:
     """Input `position` as a Python number (the second of two, or a replacement)."""
     if case.op == "nan_to_num":
-        return [0.25, 7.5, -3.0][position - 1]
+        value = [0.25, 7.5, -3.0][position - 1]
+        return value if DTYPES[case.dtype].is_float else int(value)
     if case.dtype == "bool":
         return bool(rng.random() < 0.5)
     if not DTYPES[case.dtype].is_float:
@@ -238,3 +239,30 @@ def compare(case: Case, got: np.ndarray, want: np.ndarray) -> Report:
         detail = (f"{int(bad.sum())} of {bad.size} out of bounds; first at {at}: got "
                   f"{got.flat[at]!r}, want {want.flat[at]!r}")
     return Report(not bad.any(), max_rel, max_ulp, detail)
+
+
+# --------------------------------------------------------------- signatures
+
+
+def prepared(case: Case, rng: np.random.Generator | None = None) -> Any:
+    """The launch the library prepares for a case (dispatch.Prepared), from made-up
+    arrays: the kernel's signature, arguments and grid, with no memory behind them."""
+    from tile_mlir.ops import dispatch, layout
+    from tile_mlir.ops._runtime import ArrayRef
+
+    rng = rng or np.random.default_rng(0)
+    args = []
+    for n, shape in enumerate(case.shapes):
+        if shape is None:
+            args.append(dispatch.Arg(f"x{n}", scalar(case, n, rng), promotes=False))
+            continue
+        dtype = "bool" if n in case.row.keep else case.dtype
+        ref = ArrayRef(None, "cai", dtype, shape, layout.contiguous_strides(shape),
+                       (n + 1) << 32, 0)
+        args.append(dispatch.Arg(f"x{n}", ref, promotes=n not in case.row.keep))
+    call = dispatch.resolve(case.op, args)
+    out = dispatch.Bound(call.result, layout.contiguous_strides(call.shape), 1 << 40)
+    inputs = [dispatch.Bound(o.dtype, layout.expand_strides(o.shape, o.strides, call.shape),
+                             o.pointer) if isinstance(o, ArrayRef) else o
+              for o in call.operands]
+    return dispatch.prepare(call, out, inputs, None)
