@@ -86,3 +86,13 @@ def test_kernel_arguments_follow_the_signature() -> None:
     sig = ready.signature
     assert sig.rank == 1 and sig.mode == "flat"
     assert [type(a) for a in ready.args] == [int, int, int, int, float]
+
+
+def test_the_bias_add_lit_test_shows_the_current_program() -> None:
+    """lit-tests/ops-bias-add.mlir holds what program.py makes for a bias add."""
+    from pathlib import Path
+
+    lit = Path(__file__).resolve().parent.parent / "lit-tests" / "ops-bias-add.mlir"
+    program = lit.read_text().split("module attributes", 1)[1]
+    case = Case("add", "bf16", ((16 * 4096, 4096), (4096,)))
+    assert dispatch.text(prepared(case).signature).endswith("module attributes" + program)
