@@ -23,6 +23,9 @@ TOLERANCE = {"f32": 1e-5, "f16": 1e-3, "bf16": 1.6e-2}
 """Relative error allowed of the inexact ops (the issue's bounds); fp8 is held to one
 ulp of its format, and every type accepts one ulp of itself."""
 
+CARRIERS_BY_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+"""Unsigned integers of each size: the bytes of any dtype, for NumPy tools that need them."""
+
 SIGNED_ZERO_FREE = ("maximum", "minimum", "clamp")
 """Ops whose zero's sign torch leaves to the hardware's max/min: not compared."""
 

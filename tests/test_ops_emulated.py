@@ -16,13 +16,24 @@ import numpy as np
 import pytest
 from emulated import Device
 from ops_check import Case, compare, expected, inputs, standard_cases
+from ops_torch import cases
 
 from tile_mlir import op_table, ops
 
+PATTERN_OPS = ("add", "lt", "maximum", "bitwise_and", "logical_or", "remainder", "where")
+"""One op per family also runs the gpu tier's full set of shapes (seed 004's broadcast
+patterns, empty and one-element arrays) on every dtype."""
+
 
 def _cases() -> list[Case]:
-    return [case for row in op_table.public_ops() for dtype in row.dtypes if dtype != "f8e4m3"
-            for case in standard_cases(row.name, dtype)]
+    found = []
+    for row in op_table.public_ops():
+        for dtype in row.dtypes:
+            if dtype == "f8e4m3":
+                continue
+            found += cases(row.name, dtype) if row.name in PATTERN_OPS else \
+                standard_cases(row.name, dtype)
+    return found
 
 
 def run_case(device: Device, case: Case, rng: np.random.Generator) -> tuple[np.ndarray, list]:

@@ -169,9 +169,33 @@ def _bytes(vec: int) -> ir.VectorType:
     return ir.VectorType.get([vec], ir.IntegerType.get_signless(8))
 
 
+_DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
+
+
+def _byte_address(address: Address) -> Address:
+    """A bool's address in a form a vector access takes: a memref whose innermost stride
+    is not 1 (a broadcast or strided view) is re-viewed as one unit-stride element."""
+    buffer, indices = address
+    strides, _ = ir.MemRefType(buffer.type).get_strides_and_offset()
+    if not strides or strides[-1] == 1:
+        return address
+    meta = memref.ExtractStridedMetadataOp(buffer)
+    rank = len(indices)
+    base, offset = meta.results[0], meta.results[1]
+    linear = offset
+    for index, stride in zip(indices, list(meta.results)[2 + rank:], strict=True):
+        linear = arith.addi(linear, arith.muli(index, stride))
+    memref_type = ir.MemRefType(buffer.type)
+    one = ir.MemRefType.get([1], memref_type.element_type,
+                            ir.StridedLayoutAttr.get(_DYNAMIC, [1]), memref_type.memory_space)
+    view = memref.reinterpret_cast(one, base, [linear], [], [], [_DYNAMIC], [1], [1])
+    return view, [const(ir.IndexType.get(), 0)]
+
+
 def load(address: Address, dtype: DType, vec: int) -> ir.Value:
     buffer, indices = address
     if dtype.kind == "bool":
+        buffer, indices = _byte_address(address)
         packed = vector.load(_packed_bools(vec), buffer, indices, alignment=vec)
         bytes_ = vector.bitcast(_bytes(vec), packed)
         if vec == 1:
@@ -185,6 +209,7 @@ def load(address: Address, dtype: DType, vec: int) -> ir.Value:
 def store(value: ir.Value, address: Address, dtype: DType, vec: int) -> None:
     buffer, indices = address
     if dtype.kind == "bool":
+        buffer, indices = _byte_address(address)
         if vec == 1:
             value = vector.broadcast(ir.VectorType.get([1], value.type), value)
         bytes_ = arith.extui(_bytes(vec), value)
