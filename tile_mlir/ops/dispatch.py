@@ -12,7 +12,7 @@ goes straight from its arguments to the launch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -191,7 +191,11 @@ def resolve(op: str, args: Sequence[Arg], result: str | None = None, what: str =
     return Call(row, [a.name for a in args], operands, dtype, compute, shape)
 
 
-def run(call: Call, out: Any = None) -> Any:
+Record = Callable[["Prepared", Any], None]
+"""Told of each launch (the prepared launch and the kernel): the fast path's memory."""
+
+
+def run(call: Call, out: Any = None, record: Record | None = None) -> Any:
     """Allocate or check the output, then launch (nothing for an empty result)."""
     arrays = [(n, o) for n, o in zip(call.names, call.operands, strict=True)
               if isinstance(o, ArrayRef)]
@@ -205,7 +209,7 @@ def run(call: Call, out: Any = None) -> Any:
         temporary = run(call)
         return run(resolve("cast", [Arg("input", temporary)], result=ref.dtype), out)
     if ref.numel:
-        _launch(call, ref, device, kind)
+        _launch(call, ref, device, kind, record)
     return target
 
 
@@ -253,12 +257,24 @@ def _bind(call: Call, out: ArrayRef, staging: _runtime.HostStaging | None
 
 
 @dataclass(frozen=True)
+class Slot:
+    """Where a per-call value goes among a kernel's arguments: an operand's pointer
+    (operand -1 is the output, n the n-th input), minus its misalignment, or a scalar."""
+
+    position: int
+    operand: int
+    misalignment: int = 0  # bytes the pointer is above the base passed
+    scalar: bool = False
+
+
+@dataclass(frozen=True)
 class Prepared:
     """A launch, ready: the kernel's signature, its arguments and its grid."""
 
     signature: Signature
     args: list[Any]
     grid: int
+    slots: tuple[Slot, ...] = ()
 
 
 def prepare(call: Call, out: Bound, inputs: Sequence[Bound | Scalar], chip: str | None
@@ -269,17 +285,21 @@ def prepare(call: Call, out: Bound, inputs: Sequence[Bound | Scalar], chip: str 
     inplace = _check_overlap(call, out, inputs)
     choice = strategy.choose(call.row.family, call.result, view.numel, chip)
     sig = signature(call, view, arrays, inputs, choice=choice, inplace=inplace)
-    args = kernel_arguments(call, sig, view, arrays, inputs)
-    return Prepared(sig, args, layout.grid(view, sig.mode, sig.piece()))
+    args, slots = kernel_arguments(call, sig, view, arrays, inputs)
+    return Prepared(sig, args, layout.grid(view, sig.mode, sig.piece()), tuple(slots))
 
 
-def _launch(call: Call, out: ArrayRef, device: int, kind: str) -> None:
+def _launch(call: Call, out: ArrayRef, device: int, kind: str, record: Record | None
+            ) -> None:
     staging = _runtime.HostStaging() if kind == "numpy" else None
     try:
         out_bound, inputs = _bind(call, out, staging)
         ready = prepare(call, out_bound, inputs, _chip(device))
-        _runtime.launch(_runtime.kernel(text(ready.signature), device), ready.args, ready.grid,
-                        ready.signature.strategy.threads, _runtime.stream(kind, device))
+        kernel = _runtime.kernel(text(ready.signature), device)
+        _runtime.launch(kernel, ready.args, ready.grid, ready.signature.strategy.threads,
+                        _runtime.stream(kind, device))
+        if record is not None and staging is None:
+            record(ready, kernel)
         if staging is not None:
             out.obj[...] = _download(staging, out_bound)
     finally:
@@ -355,26 +375,30 @@ def signature(call: Call, view: layout.Coalesced, arrays: Sequence[Bound],
 
 
 def kernel_arguments(call: Call, sig: Signature, view: layout.Coalesced,
-                     arrays: Sequence[Bound], inputs: Sequence[Bound | Scalar]) -> list[Any]:
+                     arrays: Sequence[Bound], inputs: Sequence[Bound | Scalar]
+                     ) -> tuple[list[Any], list[Slot]]:
     """The kernel's arguments in program.py's order: the sizes, then per operand its
-    pointer, its dynamic strides and its offset, or the scalar."""
+    pointer, its dynamic strides and its offset, or the scalar; and the slots of the
+    values that change from call to call (pointers and scalars)."""
     args: list[Any] = list(view.shape)
+    slots: list[Slot] = []
     views = iter(zip(arrays, view.strides, [sig.out, *(
         s for s in sig.inputs if isinstance(s, ArraySpec))], strict=True))
 
-    def array_args() -> None:
+    def array_args(operand: int) -> None:
         bound, strides, spec = next(views)
         base, offset = _offset(bound)
+        slots.append(Slot(len(args), operand, bound.pointer - base))
         args.append(base)
         args.extend(s for s, c in zip(strides, spec.strides, strict=True) if c[0] == "?")
         if spec.offset:
             args.append(offset)
 
-    array_args()
-    for name, operand in zip(call.names, inputs, strict=True):
+    array_args(-1)
+    for n, (name, operand) in enumerate(zip(call.names, inputs, strict=True)):
         if isinstance(operand, Bound):
-            array_args()
+            array_args(n)
         else:
+            slots.append(Slot(len(args), n, scalar=True))
             args.append(scalar_value(operand, call.compute, name))
-    return args
-
+    return args, slots

@@ -16,7 +16,7 @@ from typing import Any
 
 from tile_mlir import op_table
 from tile_mlir.dtypes import DTYPES, lowest, max_value
-from tile_mlir.ops import dispatch
+from tile_mlir.ops import dispatch, fast
 from tile_mlir.ops.dispatch import Arg
 
 __all__ = [
@@ -74,9 +74,30 @@ Unary = Callable[..., Any]
 Binary = Callable[..., Any]
 
 
-def _run(op: str, args: list[Arg], out: Any = None, result: str | None = None,
-         what: str = "") -> Any:
-    return dispatch.run(dispatch.resolve(op, args, result, what or op), out)
+def _run(op: str, args: list[Arg], out: Any = None, result: str | None = None, *,
+         what: str = "", check: Callable[[dispatch.Call], None] | None = None) -> Any:
+    """The op on the arguments: through the fast path when an earlier call looked the same,
+    else resolved, checked (`check`, an op's own rule) and launched, and recorded."""
+    done = fast.call(op, args, out, result)
+    if done is not None:
+        return done
+    call = dispatch.resolve(op, args, result, what or op)
+    if check is not None:
+        check(call)
+    return dispatch.run(call, out, fast.recorder(op, args, out, result, call))
+
+
+_NUMBERS = (bool, int, float)
+
+
+def _float_tensor_dtype(value: Any) -> str | None:
+    """The dtype of a torch or CuPy float array, cheaply; None for anything else."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None or not hasattr(value, "shape"):
+        return None
+    name = str(dtype).removeprefix("torch.")
+    found = next((n for n, d in DTYPES.items() if d.numpy == name), None)
+    return found if found is not None and DTYPES[found].is_float else None
 
 
 def _named(fn: Callable[..., Any], name: str, summary: str) -> Callable[..., Any]:
@@ -150,7 +171,8 @@ def add(input: Any, other: Any, *, alpha: float = 1, out: Any = None) -> Any:  #
     """input + alpha * other (one fma for floats when alpha != 1). As torch.add."""
     if alpha == 1:
         return _run("add", [Arg("input", input), Arg("other", other)], out)
-    return _run("add_alpha", [Arg("input", input), Arg("other", other), Arg("alpha", alpha)],
+    return _run("add_alpha", [Arg("input", input), Arg("other", other),
+                              Arg("alpha", alpha, promotes=False)],
                 out, what="add")
 
 
@@ -158,14 +180,15 @@ def sub(input: Any, other: Any, *, alpha: float = 1, out: Any = None) -> Any:  #
     """input - alpha * other. As torch.sub."""
     if alpha == 1:
         return _run("sub", [Arg("input", input), Arg("other", other)], out)
-    return _run("add_alpha", [Arg("input", input), Arg("other", other), Arg("alpha", -alpha)],
+    return _run("add_alpha", [Arg("input", input), Arg("other", other),
+                              Arg("alpha", -alpha, promotes=False)],
                 out, what="sub")
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None,  # noqa: A002
         out: Any = None) -> Any:
     """True division (integers give float32), or rounded toward zero ("trunc") or down
-    ("floor"). As torch.div: a tensor divided by a Python number is multiplied by the
+    ("floor"). As torch.div: an array divided by a Python number is multiplied by the
     number's reciprocal, computed in double and rounded to the compute type."""
     args = [Arg("input", input), Arg("other", other)]
     if rounding_mode == "floor":
@@ -175,13 +198,12 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None,  # noqa: A0
     if rounding_mode is not None:
         raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', "
                          f"got {rounding_mode!r}")
-    call = dispatch.resolve("div", args)
-    divisor = call.operands[1]
-    if isinstance(divisor, dispatch.Scalar):
-        inverse = _reciprocal(float(divisor.value))
+    if type(other) in _NUMBERS and type(input) not in _NUMBERS:
+        result = _float_tensor_dtype(input) or dispatch.result_type("div", args)
+        inverse = _reciprocal(float(other))
         return _run("mul", [Arg("input", input), Arg("other", inverse, promotes=False)], out,
-                    result=call.result, what="div")
-    return dispatch.run(call, out)
+                    result=result, what="div")
+    return _run("div", args, out)
 
 
 def _reciprocal(value: float) -> float:
@@ -195,19 +217,18 @@ _SPECIAL_POWERS = {0.5: "sqrt", -0.5: "rsqrt", -1.0: "reciprocal"}
 
 def pow(input: Any, exponent: Any, *, out: Any = None) -> Any:  # noqa: A001, A002
     """input ** exponent; either may be a number. As torch.pow, which computes the
-    exponents 0.5, -0.5, -1, 2, 3 and -2 of a tensor specially."""
+    exponents 0.5, -0.5, -1, 2, 3 and -2 of an array specially."""
     args = [Arg("input", input), Arg("exponent", exponent)]
-    call = dispatch.resolve("pow", args)
-    power = call.operands[1]
-    if not isinstance(power, dispatch.Scalar) or isinstance(call.operands[0], dispatch.Scalar):
-        return dispatch.run(call, out)
-    if not DTYPES[call.result].is_float:
-        if isinstance(power.value, int | bool) and power.value < 0:
+    if type(exponent) not in _NUMBERS or type(input) in _NUMBERS:
+        return _run("pow", args, out)
+    result = _float_tensor_dtype(input) or dispatch.result_type("pow", args)
+    if not DTYPES[result].is_float:
+        if exponent < 0:
             raise ValueError("pow: integers to negative integer powers are not allowed")
         return _run("pow_scalar", args, out, what="pow")
-    special = _SPECIAL_POWERS.get(float(power.value))
+    special = _SPECIAL_POWERS.get(float(exponent))
     if special is not None:
-        return _run(special, [Arg("input", input)], out, result=call.result, what="pow")
+        return _run(special, [Arg("input", input)], out, result=result, what="pow")
     return _run("pow_scalar", args, out, what="pow")
 
 
@@ -241,18 +262,20 @@ isinf = _predicate("isinf")
 isfinite = _predicate("isfinite")
 
 
-def _bool_array(call: dispatch.Call, position: int, op: str) -> None:
-    operand = call.operands[position]
-    if isinstance(operand, dispatch.Scalar) or operand.dtype != "bool":
-        raise TypeError(f"{op}: argument '{call.names[position]}' must be a bool array")
+def _bool_array(position: int, op: str) -> Callable[[dispatch.Call], None]:
+    """A check that argument `position` is a bool array (where's condition, a mask)."""
+    def check(call: dispatch.Call) -> None:
+        operand = call.operands[position]
+        if isinstance(operand, dispatch.Scalar) or operand.dtype != "bool":
+            raise TypeError(f"{op}: argument '{call.names[position]}' must be a bool array")
+
+    return check
 
 
 def where(condition: Any, input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     """input where condition holds, else other; either may be a number. As torch.where."""
-    call = dispatch.resolve("where", [Arg("condition", condition, promotes=False),
-                                      Arg("input", input), Arg("other", other)])
-    _bool_array(call, 0, "where")
-    return dispatch.run(call, out)
+    return _run("where", [Arg("condition", condition, promotes=False), Arg("input", input),
+                          Arg("other", other)], out, check=_bool_array(0, "where"))
 
 
 def clamp(input: Any, min: Any = None, max: Any = None, *, out: Any = None) -> Any:  # noqa: A002
@@ -278,17 +301,18 @@ def _extreme(dtype: str, low: bool) -> float | int:
 def masked_fill(input: Any, mask: Any, value: Any) -> Any:  # noqa: A002
     """input with value where mask holds (value cast to input's dtype). As
     torch.masked_fill."""
-    call = dispatch.resolve("masked_fill", [Arg("input", input), Arg("mask", mask, False),
-                                            Arg("value", value, False)])
-    _bool_array(call, 1, "masked_fill")
-    fill = call.operands[2]
-    if not isinstance(fill, dispatch.Scalar):
+    if hasattr(value, "item"):  # a 0-d tensor
+        value = value.item()
+    if type(value) not in _NUMBERS:
         raise TypeError("masked_fill: argument 'value' must be a number or a 0-d tensor")
-    kind = DTYPES[call.result].kind
-    cast: bool | int | float = bool(fill.value) if kind == "bool" else \
-        int(fill.value) if kind == "int" else float(fill.value)
+    dtype = _float_tensor_dtype(input) or dispatch.result_type("masked_fill",
+                                                               [Arg("input", input)])
+    kind = DTYPES[dtype].kind
+    cast: bool | int | float = bool(value) if kind == "bool" else \
+        int(value) if kind == "int" else float(value)
     return _run("masked_fill", [Arg("input", input), Arg("mask", mask, False),
-                                Arg("value", cast, False)], result=call.result)
+                                Arg("value", cast, False)], result=dtype,
+                check=_bool_array(1, "masked_fill"))
 
 
 def nan_to_num(input: Any, nan: float = 0.0, posinf: float | None = None,  # noqa: A002

@@ -20,6 +20,7 @@ cache's directory, which `choose` reads.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from functools import cache
 from pathlib import Path
@@ -37,6 +38,10 @@ STRATEGIES: dict[str, Strategy] = {
 SIZE_CLASSES = ((16, "<2^16"), (20, "2^16"), (24, "2^20"), (999, "2^24"))
 """(log2 bound, name): a size class holds the sizes below its bound and at or above the
 previous one; each is named after its smallest size."""
+
+
+listeners: list[Callable[[], None]] = []
+"""Called when the tuned choices change (the fast path forgets its plans)."""
 
 
 def size_class(numel: int) -> str:
@@ -87,4 +92,6 @@ def save(chip: str, choices: dict[str, Strategy], meta: dict[str, Any]) -> Path:
                                     sort_keys=True))
     temporary.replace(path)
     _choices.cache_clear()
+    for listener in listeners:
+        listener()
     return path
