@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from emulated import Device
 
 from tile_mlir import op_table, ops
-from tile_mlir.ops import layout, promotion
+from tile_mlir.ops import layout, promotion, strategy
 from tile_mlir.ops.functions import __all__ as functions
 from tile_mlir.ops.layout import Coalesced, coalesce, contiguous_strides, expand_strides
+from tile_mlir.ops.program import Strategy
 from tile_mlir.ops.promotion import SCALAR, TENSOR, ZERO_DIM, Typed, result_type
 
 # --------------------------------------------------------------- the registry
@@ -171,3 +173,33 @@ def test_overlapping_out_is_refused(device: Device) -> None:
     head = x.view((15,), (1,))
     with pytest.raises(ValueError, match="overlaps argument 'input'"):
         ops.neg(head, out=shifted)
+
+
+# ---------------------------------------------------------------- strategies
+
+
+def test_tuned_choices_are_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path))
+    strategy._choices.cache_clear()
+    choice = Strategy(128, 32, 8, 8)
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, "sm_90") == strategy.default(1 << 24)
+    path = strategy.save("sm_90", {strategy.key("binary_arith", "bf16", 1 << 25): choice},
+                         {"device": "test"})
+    assert path.parent == tmp_path and path.name == "ops-tuning-sm_90.json"
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, "sm_90") == choice  # same class
+    assert strategy.choose("binary_arith", "bf16", 1 << 20, "sm_90") != choice
+    assert strategy.choose("binary_arith", "f32", 1 << 24, "sm_90") != choice
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, "sm_80") != choice
+    strategy.force(Strategy(256, 1, 1, 1))
+    try:
+        assert strategy.choose("unary_math", "f32", 10, None).vector_bytes == 1
+    finally:
+        strategy.force(None)
+    strategy._choices.cache_clear()
+
+
+def test_size_classes_and_defaults() -> None:
+    assert [strategy.size_class(n) for n in (1, 1 << 16, (1 << 20) - 1, 1 << 24, 1 << 30)] \
+        == ["<2^16", "2^16", "2^16", "2^24", "2^24"]
+    assert strategy.default(1 << 28) == Strategy(256, 16, 4, 4)  # staged
+    assert strategy.default(1000).rounds == 1

@@ -45,7 +45,7 @@ listeners: list[Callable[[], None]] = []
 
 
 def size_class(numel: int) -> str:
-    bits = max(numel - 1, 0).bit_length()
+    bits = max(numel, 1).bit_length() - 1  # floor(log2(numel))
     return next(name for bound, name in SIZE_CLASSES if bits < bound)
 
 
@@ -72,8 +72,21 @@ def _choices(chip: str) -> dict[str, Strategy]:
         return {}
 
 
+_forced: list[Strategy] = []
+
+
+def force(choice: Strategy | None) -> None:
+    """Make every op run with `choice` (the autotuner's candidates); None: choose again."""
+    _forced[:] = [choice] if choice is not None else []
+    for listener in listeners:
+        listener()
+
+
 def choose(family: str, dtype: str, numel: int, chip: str | None) -> Strategy:
-    """The tuned strategy for the op's family, dtype and size, else the default."""
+    """The forced strategy, else the tuned one for the op's family, dtype and size, else
+    the default."""
+    if _forced:
+        return _forced[0]
     if chip is not None:
         tuned = _choices(chip).get(key(family, dtype, numel))
         if tuned is not None:
