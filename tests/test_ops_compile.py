@@ -67,7 +67,8 @@ def test_fp8_uses_the_packed_conversions() -> None:
     e4m3 = _ptx(Case("mul", "f8e4m3", (LARGE, LARGE)))
     assert "cvt.rn.f16x2.e4m3x2" in e4m3 and "cvt.rn.satfinite.e4m3x2.f32" in e4m3
     e5m2 = _ptx(Case("mul", "f8e5m2", (LARGE, LARGE)))
-    assert "satfinite" not in e5m2  # e5m2 keeps Inf: rounded in integer arithmetic
+    assert "cvt.rn.f16x2.e5m2x2" in e5m2 and "cvt.rn.satfinite.e5m2x2.f32" in e5m2
+    assert "setp.ge.f32" in e5m2  # e5m2 keeps Inf: what saturated moves up to it
 
 
 def test_index_width_follows_the_size() -> None:

@@ -190,19 +190,24 @@ gpu.module @m {
 
 // -----
 
-// fp8 computes in f32: e4m3fn widens with the packed cvt (pairs of bytes) and narrows
-// with the saturating one (the second of each pair as its first operand); e5m2 narrows
-// in integer arithmetic, keeping Inf. vector_bytes = 1: one element per access.
+// fp8 computes in f32: it widens with the packed cvt (pairs of bytes) and narrows with
+// the saturating one (the second of each pair as its first operand); e5m2 keeps Inf:
+// what saturated (|x| >= 61440) moves up one step. vector_bytes = 1: one element per
+// access, its pair padded with a zero.
 // CHECK-LABEL: gpu.func @fp8
 // CHECK: vector.load {{.*}} vector<16xf8E4M3FN>
 // CHECK-COUNT-8: nvvm.convert.f8x2.to.f16x2
 // CHECK: arith.mulf {{.*}} : vector<16xf32>
-// CHECK: nvvm.convert.f32x2.to.f8x2 %[[HI:.*]], %[[LO:.*]] {rnd = #nvvm.fp_rnd_mode<rn>, sat = #nvvm.sat_mode<satfinite>}
+// CHECK: nvvm.convert.f32x2.to.f8x2 %[[HI:.*]], %[[LO:.*]] {rnd = #nvvm.fp_rnd_mode<rn>, sat = #nvvm.sat_mode<satfinite>} : vector<2xi8>(f8E4M3FN)
 // CHECK: vector.store {{.*}} vector<16xf8E4M3FN>
 // CHECK: scf.for
 // CHECK:   memref.load {{.*}} : memref<1024xf8E5M2>
-// CHECK-NOT: nvvm
-// CHECK:   arith.shrui
+// CHECK:   nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E5M2)
+// CHECK:   %[[X:.*]] = arith.mulf
+// CHECK:   %[[PAIR:.*]] = nvvm.convert.f32x2.to.f8x2 %{{.*}}, %[[X]] {{.*}}(f8E5M2)
+// CHECK:   %[[BIG:.*]] = arith.cmpf oge
+// CHECK:   %[[STEP:.*]] = arith.extui %[[BIG]]
+// CHECK:   arith.addi %[[PAIR]], %[[STEP]] : vector<2xi8>
 // CHECK:   memref.store {{.*}} : memref<1024xf8E5M2>
 gpu.module @m {
   gpu.func @fp8(%a: memref<1024xf8E4M3FN>, %b: memref<1024xf8E5M2>, %s: f32) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {

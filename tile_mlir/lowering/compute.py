@@ -13,18 +13,17 @@ Two element types need care in memory:
   i1 into bits (and cannot store a lone i1 to memory at all): `vec` bools are
   accessed as `8 * vec` i1 lanes, exactly `vec` bytes, bitcast to `vec` bytes
   and compared with zero (one bool is a vector of one byte);
-- the fp8 formats widen with the packed `cvt.rn.f16x2.e4m3x2` (e5m2 is the top
-  byte of an f16, a shift); f32 narrows to e4m3 with the saturating
-  `cvt.rn.satfinite.e4m3x2.f32` (no Inf in e4m3fn: overflow gives +-448, NaN
-  stays NaN), and to e5m2 without saturation (Inf and NaN kept, as torch's
-  `.to(float8_e5m2)`): PTX's e5m2 conversions all saturate, so that rounding
-  is done in integer arithmetic on the f32 bits.
+- the fp8 formats widen with the packed `cvt.rn.f16x2.e4m3x2` (`.e5m2x2`);
+  f32 narrows with `cvt.rn.satfinite.e4m3x2.f32` (`.e5m2x2`), which saturates:
+  right for e4m3fn (no Inf: overflow gives +-448, NaN stays NaN), while e5m2
+  keeps Inf (as torch's `.to(float8_e5m2)`): its saturated results move up
+  one step, to Inf.
 """
 
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, memref, nvvm, vector
+from mlir.dialects import arith, math, memref, nvvm, vector
 
 from tile_mlir import op_table
 from tile_mlir.dtypes import DTYPES, FP8, DType
@@ -97,11 +96,8 @@ def concat(parts: list[ir.Value]) -> ir.Value:
 
 
 def _from_fp8(value: ir.Value, src: DType, vec: int) -> ir.Value:
-    """fp8 -> f16, exactly."""
+    """fp8 -> f16, exactly: cvt.rn.f16x2.e4m3x2 / .e5m2x2, a pair of bytes at a time."""
     bytes_ = arith.bitcast(value_type(_I8, vec), value)
-    if src.name == "f8e5m2":  # e5m2 is the upper byte of the f16 of the same value
-        wide = arith.extui(value_type(DTYPES["i16"], vec), bytes_)
-        return arith.bitcast(value_type(_F16, vec), arith.shli(wide, const(wide.type, 8)))
     fp8 = ir.TypeAttr.get(ir.Type.parse(src.mlir))
     halves = ir.VectorType.get([2], ir.F16Type.get())
     parts = [nvvm.convert_f8x2_to_f16x2(halves, pair, fp8) for pair in _pairs(bytes_, vec)]
@@ -109,53 +105,32 @@ def _from_fp8(value: ir.Value, src: DType, vec: int) -> ir.Value:
 
 
 def _to_fp8(value: ir.Value, dst: DType, vec: int) -> ir.Value:
-    """f32 -> fp8 with round to nearest even."""
-    bytes_ = _to_e5m2_bits(value, vec) if dst.name == "f8e5m2" else _to_e4m3_bits(value, vec)
+    """f32 -> fp8, rounded to nearest even by cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32, a
+    pair at a time. That saturates: right for e4m3fn (no Inf: +-448); for e5m2, which
+    keeps Inf, what must become Inf (Inf, and |x| >= 61440, halfway past the largest
+    finite 57344) comes out as the largest finite byte, one below Inf's: it gets +1."""
+    wide, lanes = _pair_lanes(value, vec)
+    pair_type = ir.VectorType.get([2], ir.IntegerType.get_signless(8))
+    fp8 = ir.TypeAttr.get(ir.Type.parse(dst.mlir))
+    rnd = ir.Attribute.parse("#nvvm.fp_rnd_mode<rn>")
+    sat = ir.Attribute.parse("#nvvm.sat_mode<satfinite>")
+    # cvt d, a, b puts a in d's upper byte: the pair (x0, x1) goes as (a, b) = (x1, x0)
+    bytes_ = concat([nvvm.convert_f32x2_to_f8x2(pair_type, high, low, fp8, rnd=rnd, sat=sat)
+                     for low, high in zip(lanes[::2], lanes[1::2], strict=True)])
+    if dst.name == "f8e5m2":
+        big = arith.cmpf(arith.CmpFPredicate.OGE, math.absf(wide), const(wide.type, 61440.0))
+        bytes_ = arith.addi(bytes_, arith.extui(bytes_.type, big))
+    if vec == 1:
+        bytes_ = vector.extract(bytes_, [], [0])
     return arith.bitcast(value_type(dst, vec), bytes_)
 
 
-def _to_e4m3_bits(value: ir.Value, vec: int) -> ir.Value:
-    """cvt.rn.satfinite.e4m3x2.f32 d, a, b puts a in d's upper byte: the pair (x0, x1)
-    is converted as (a, b) = (x1, x0), giving the bytes [x0, x1] in memory order."""
-    pair_type = ir.VectorType.get([2], ir.IntegerType.get_signless(8))
-    fp8 = ir.TypeAttr.get(ir.Type.parse(DTYPES["f8e4m3"].mlir))
-    rnd = ir.Attribute.parse("#nvvm.fp_rnd_mode<rn>")
-    sat = ir.Attribute.parse("#nvvm.sat_mode<satfinite>")
+def _pair_lanes(value: ir.Value, vec: int) -> tuple[ir.Value, list[ir.Value]]:
+    """A scalar or vector as an even-length vector and its lanes (one lane: zero-padded)."""
     if vec == 1:
         lanes = [value, const(value.type, 0.0)]
-    else:
-        lanes = [vector.extract(value, [], [i]) for i in range(vec)]
-    parts = [nvvm.convert_f32x2_to_f8x2(pair_type, high, low, fp8, rnd=rnd, sat=sat)
-             for low, high in zip(lanes[::2], lanes[1::2], strict=True)]
-    return vector.extract(parts[0], [], [0]) if vec == 1 else concat(parts)
-
-
-def _to_e5m2_bits(value: ir.Value, vec: int) -> ir.Value:
-    """Round an f32 to e5m2 (5 exponent bits biased by 15, 2 mantissa bits), keeping
-    Inf and NaN. Normal results: rebias the exponent and round the 21 dropped mantissa
-    bits to nearest even (a carry into the exponent is the right rounding, up to Inf).
-    Below 2^-14: adding 2^7 in f32 rounds |x| to a multiple of 2^-16, e5m2's subnormal
-    step, which the low bits of the sum then count."""
-    i32 = value_type(DTYPES["i32"], vec)
-
-    def c(n: int) -> ir.Value:
-        return const(i32, n)
-
-    bits = arith.bitcast(i32, value)
-    sign = arith.andi(bits, c(-0x80000000))
-    magnitude = arith.andi(bits, c(0x7FFFFFFF))
-    rebiased = arith.subi(magnitude, c((127 - 15) << 23))
-    odd = arith.andi(arith.shrui(rebiased, c(21)), c(1))
-    normal = arith.shrui(arith.addi(arith.addi(rebiased, c(0xFFFFF)), odd), c(21))
-    shifted = arith.addf(arith.bitcast(value.type, magnitude), const(value.type, 128.0))
-    subnormal = arith.subi(arith.bitcast(i32, shifted), c(134 << 23))
-    ult = arith.CmpIPredicate.ult
-    result = arith.select(arith.cmpi(ult, magnitude, c(113 << 23)), subnormal, normal)
-    result = arith.select(arith.cmpi(ult, magnitude, c(143 << 23)), result, c(0x7C))
-    result = arith.select(arith.cmpi(arith.CmpIPredicate.ugt, magnitude, c(0x7F800000)),
-                          c(0x7F), result)
-    result = arith.ori(result, arith.shrui(sign, c(24)))
-    return arith.trunci(value_type(_I8, vec), result)
+        return vector.from_elements(ir.VectorType.get([2], value.type), lanes), lanes
+    return value, [vector.extract(value, [], [i]) for i in range(vec)]
 
 
 # ---------------------------------------------------------------- memory
