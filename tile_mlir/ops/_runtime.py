@@ -119,8 +119,23 @@ def _pointer_device(pointer: int) -> int:
     return int(query(pointer)) if query is not None and pointer else 0
 
 
+@cache
+def _runtime_arrays() -> Any:
+    """The runtime's array module where it has output allocation and streams (branch
+    `runtime`), else None."""
+    try:
+        module = importlib.import_module("tile_mlir.runtime.arrays")
+    except ImportError:
+        return None
+    return module if hasattr(module, "empty") and hasattr(module, "current_stream") else None
+
+
 def empty(shape: Sequence[int], dtype: str, like: ArrayRef) -> Any:
-    """An uninitialized output of the kind and on the device of `like`."""
+    """An uninitialized output of the kind and on the device of `like` (the runtime's
+    tile_mlir.runtime.arrays.empty where there is one)."""
+    arrays = _runtime_arrays()
+    if arrays is not None and like.kind in ("torch", "cupy", "numpy"):
+        return arrays.empty(tuple(shape), dtype, like.obj, like.device or 0)
     if like.kind == "numpy":
         return np.empty(tuple(shape), np_dtype(DTYPES[dtype].numpy))
     if like.kind == "torch":
@@ -161,7 +176,10 @@ def compile_only(text: str) -> Any:
 
 def stream(kind: str, device: int) -> int:
     """The caller's current stream: torch's or CuPy's for their arrays, else the legacy
-    default stream."""
+    default stream (as the runtime's arrays.current_stream decides, where there is one)."""
+    arrays = _runtime_arrays()
+    if arrays is not None:
+        return int(arrays.current_stream([kind], device)())
     if kind == "torch":
         torch = sys.modules["torch"]
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
