@@ -84,25 +84,27 @@ def opmath(name: str) -> str:
 
 
 @cache
+def limits(name: str) -> tuple[float | int, float | int]:
+    """The most negative and the largest finite values of a dtype (-448 and 448 for
+    f8e4m3, -2**31 and 2**31 - 1 for i32, 0 and 1 for bool)."""
+    kind, np_type = DTYPES[name].kind, DTYPES[name].np_dtype()
+    if kind == "bool":
+        return 0, 1
+    if kind == "int":
+        info = np.iinfo(np_type)
+        return int(info.min), int(info.max)
+    largest = float(_finfo(np_type).max)
+    return -largest, largest
+
+
 def max_value(name: str) -> float | int:
-    """The largest finite value of a dtype (448 for f8e4m3, 2**31 - 1 for i32)."""
-    np_type = DTYPES[name].np_dtype()
-    if DTYPES[name].kind == "bool":
-        return 1
-    if DTYPES[name].kind == "int":
-        return int(np.iinfo(np_type).max)
-    return float(_finfo(np_type).max)
+    """The largest finite value of a dtype."""
+    return limits(name)[1]
 
 
-@cache
 def lowest(name: str) -> float | int:
     """The most negative finite value of a dtype."""
-    np_type = DTYPES[name].np_dtype()
-    if DTYPES[name].kind == "bool":
-        return 0
-    if DTYPES[name].kind == "int":
-        return int(np.iinfo(np_type).min)
-    return -float(_finfo(np_type).max)
+    return limits(name)[0]
 
 
 def _finfo(np_type: np.dtype) -> Any:
