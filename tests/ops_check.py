@@ -141,12 +141,15 @@ def scalar(case: Case, position: int, rng: np.random.Generator) -> bool | int | 
     if case.op == "nan_to_num":
         value = [0.25, 7.5, -3.0][position - 1]
         return value if DTYPES[case.dtype].is_float else int(value)
+    if case.op == "pow":  # torch's special exponents, and one that is not
+        if not DTYPES[case.dtype].is_float:
+            return int(rng.choice([0, 1, 2, 3]))  # negative ones are refused, as by torch
+        return float(rng.choice([2.0, 3.0, -2.0, 0.5, -0.5, -1.0, 1.7]))
     if case.dtype == "bool":
         return bool(rng.random() < 0.5)
     if not DTYPES[case.dtype].is_float:
         return int(_int_domain(case.op, position, case.dtype, rng, (1,))[0])
-    value = float(_float_domain(case.op, position, rng, (1,))[0])
-    return 2.0 if case.op == "pow" else value
+    return float(_float_domain(case.op, position, rng, (1,))[0])
 
 
 def inputs(case: Case, rng: np.random.Generator) -> list[Any]:
@@ -169,6 +172,24 @@ def _to_compute(value: Any, dtype: str) -> Any:
     return np.asarray(value).astype(DTYPES[dtype].np_dtype())
 
 
+_POWERS = {0.5: "sqrt", -0.5: "rsqrt", -1.0: "reciprocal"}
+
+
+def _api_form(case: Case, args: list[Any], converted: list[Any], compute: str) -> Any:
+    """The reference of what the library (as torch) runs for the call: a division by a
+    number multiplies by its reciprocal (double, then the compute type); pow by a number
+    is sqrt, rsqrt or reciprocal for 0.5, -0.5, -1, and multiplies out 2, 3, -2."""
+    if case.op == "div" and case.shapes[1] is None:
+        inverse = np.float64(1.0) / np.float64(args[1])
+        return converted[0] * _to_compute(inverse, compute)
+    if case.op == "pow" and case.shapes[1] is None and case.shapes[0] is not None:
+        special = _POWERS.get(float(args[1])) if DTYPES[case.dtype].is_float else None
+        name = special or "pow_scalar"
+        operands = converted[:1] if special else converted
+        return op_table.ELEMENTWISE[name].ref(*operands)
+    return case.row.ref(*converted)
+
+
 def expected(case: Case, args: list[Any]) -> np.ndarray:
     """The result torch defines, from the registry's reference in the compute type."""
     row = case.row
@@ -176,12 +197,7 @@ def expected(case: Case, args: list[Any]) -> np.ndarray:
     converted = [np.asarray(a) if n in row.keep else _to_compute(a, compute)
                  for n, a in enumerate(args)]
     with np.errstate(all="ignore"):
-        if case.op == "div" and case.shapes[1] is None:
-            # torch multiplies by the scalar's reciprocal (double, then the compute type)
-            inverse = np.float64(1.0) / np.float64(args[1])
-            result = np.asarray(converted[0] * _to_compute(inverse, compute))
-        else:
-            result = np.asarray(row.ref(*converted))
+        result = np.asarray(_api_form(case, args, converted, compute))
     shape = np.broadcast_shapes(*[np.shape(a) for a in args])
     result = np.broadcast_to(result, shape)
     if case.result == "bool" or not DTYPES[case.result].is_float:
