@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 from ops_check import Report
-from ops_torch import HAVE_TORCH, cases, run, torch_module
+from ops_torch import HAVE_TORCH, cases, run, torch_module, warm_cache
 
 from tile_mlir import op_table
 from tile_mlir.dtypes import DTYPES
@@ -74,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     chosen = [r for r in op_table.public_ops() if not args.ops or r.name in args.ops.split(",")]
     rng = np.random.default_rng(args.seed)
-    lines, failures = table(chosen, args.dtypes.split(","), rng)
+    columns = args.dtypes.split(",")
+    warm_cache([case for row in chosen for dtype in columns if dtype in row.dtypes
+                for case in cases(row.name, dtype)])
+    lines, failures = table(chosen, columns, rng)
     against = f"torch {torch_module().__version__}" if HAVE_TORCH else "NumPy references"
     header = [
         "# tile_mlir.ops: max observed error per op and dtype", "",

@@ -16,13 +16,9 @@ import numpy as np
 import pytest
 from emulated import Device
 from ops_check import Case, compare, expected, inputs, standard_cases
-from ops_torch import cases
+from ops_torch import PATTERN_OPS, cases
 
 from tile_mlir import op_table, ops
-
-PATTERN_OPS = ("add", "lt", "maximum", "bitwise_and", "logical_or", "remainder", "where")
-"""One op per family also runs the gpu tier's full set of shapes (seed 004's broadcast
-patterns, empty and one-element arrays) on every dtype."""
 
 
 def _cases() -> list[Case]:

@@ -20,13 +20,20 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ops_torch import HAVE_TORCH, cases, run, torch_module
+from ops_torch import HAVE_TORCH, cases, run, torch_module, warm_cache
 
 from tile_mlir import op_table, ops
 
 pytestmark = pytest.mark.gpu
 
 OPS_AND_DTYPES = [(row.name, dtype) for row in op_table.public_ops() for dtype in row.dtypes]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm_kernel_cache() -> None:
+    """Every case's kernel compiled up front on all cores (into the runtime's cache)."""
+    count = warm_cache([case for op, dtype in OPS_AND_DTYPES for case in cases(op, dtype)])
+    print(f"compiled {count} kernels ahead")
 
 
 @pytest.mark.parametrize(("op", "dtype"), OPS_AND_DTYPES, ids=[f"{o}-{d}" for o, d in OPS_AND_DTYPES])
