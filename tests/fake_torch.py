@@ -59,6 +59,28 @@ class Tensor:
         return self.array.numpy()
 
 
+class HostScalar(Tensor):
+    """A 0-d CPU tensor: torch takes it as a number next to CUDA tensors."""
+
+    is_cuda = False
+    ndim = 0
+
+    def __init__(self, value: float, dtype: Dtype):  # no array behind it: no super()
+        self.value, self.dtype = value, dtype
+
+    def dim(self) -> int:
+        return 0
+
+    def item(self) -> float:
+        return self.value
+
+    def cpu(self) -> HostScalar:
+        return self
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.asarray(self.value, self.dtype.name)
+
+
 def module(device: Device) -> types.ModuleType:
     """A `torch` module whose tensors live in `device`."""
     torch = types.ModuleType("torch")

@@ -87,3 +87,14 @@ def test_new_alignment_or_shape_prepares_again(torch: Any, rng: np.random.Genera
     other = rng.standard_normal(999).astype(np.float32)
     np.testing.assert_allclose(ops.exp(torch.tensor(other)).numpy(), np.exp(other), rtol=1e-6)
     assert len(fast._PLANS) == 3
+
+
+def test_a_0d_cpu_tensor_is_a_number(torch: Any, rng: np.random.Generator) -> None:
+    """torch takes a 0-d CPU tensor beside CUDA tensors, with the 0-d priority in
+    promotion: float32 beside float16 stays float16."""
+    x = rng.standard_normal(300).astype(np.float16)
+    scale = fake_torch.HostScalar(0.5, torch.float32)
+    got = ops.mul(torch.tensor(x), scale).numpy()
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, (x.astype(np.float32) * np.float32(0.5)).astype(
+        np.float16))

@@ -84,7 +84,9 @@ def _numpy(a: np.ndarray, where: str) -> ArrayRef:
                     tuple(s // size for s in a.strides), 0, None)
 
 
-def _torch(t: Any, where: str) -> ArrayRef:
+def _torch(t: Any, where: str) -> ArrayRef | None:
+    if not t.is_cuda and t.dim() == 0:
+        return None  # a 0-d host tensor is a number, as torch takes it beside CUDA tensors
     if not t.is_cuda:
         raise UnsupportedArrayError(f"{where}: a {t.device} tensor; the operator library runs "
                                     "on CUDA tensors (move it with .cuda())")
