@@ -65,15 +65,22 @@ def scalar_inputs(op: str) -> tuple[int, ...]:
     return {"nan_to_num": (1, 2, 3), "masked_fill": (2,)}.get(op, ())
 
 
+NUMBER_POSITIONS = {"lerp": (2,), "clamp": (1, 2)}
+"""Where a Python number goes in the scalar variant of an op (torch takes lerp's weight
+as a number, clamp's bounds both or neither); the second input elsewhere."""
+
+
 def standard_cases(op: str, dtype: str, shape: tuple[int, ...] = (5, 1237)) -> list[Case]:
     """Every input an array of `shape`; for two-input ops also a broadcast second input
-    (its last dim only) and a scalar second input."""
+    (its last dim only) and a variant with Python numbers (NUMBER_POSITIONS)."""
     row = op_table.ELEMENTWISE[op]
     shapes = [None if i in scalar_inputs(op) else shape for i in range(row.arity)]
     cases = [Case(op, dtype, tuple(shapes))]
     if row.arity >= 2 and 1 not in scalar_inputs(op) and 1 not in row.keep:
         cases.append(Case(op, dtype, (shape, shape[-1:], *shapes[2:])))
-        cases.append(Case(op, dtype, (shape, None, *shapes[2:])))
+        numbers = NUMBER_POSITIONS.get(op, (1,))
+        cases.append(Case(op, dtype, tuple(None if n in numbers else s
+                                           for n, s in enumerate(shapes))))
     return cases
 
 

@@ -102,10 +102,18 @@ def reference(case: Case, args: Sequence[Any], placed: Sequence[Any]) -> np.ndar
     widen = case.dtype in FP8
     inputs = [p.float() if widen and hasattr(p, "float") and n not in case.row.keep else p
               for n, p in enumerate(placed)]
+    if case.op in TENSORS_ONLY:  # the library takes numbers there too; torch wants 0-d tensors
+        like = next(p for p in inputs if hasattr(p, "dtype"))
+        inputs = [torch_module().tensor(p, dtype=like.dtype, device="cuda")
+                  if not hasattr(p, "dtype") else p for p in inputs]
     result = _torch_fn(case.op)(*inputs)
     if widen and case.result in FP8:
         result = _from_float(result, case.result)
     return to_host(result, case.result)
+
+
+TENSORS_ONLY = ("maximum", "minimum", "logical_and", "logical_or")
+"""Ops whose torch functions take no Python numbers."""
 
 
 def poisoned_out(case: Case, shape: tuple[int, ...], like: Any) -> Any:
@@ -114,9 +122,9 @@ def poisoned_out(case: Case, shape: tuple[int, ...], like: Any) -> Any:
     if HAVE_TORCH:
         torch = torch_module()
         out = torch.empty(shape, dtype=torch_dtype(case.result), device="cuda")
-        if count:
-            out.view(torch.uint8).fill_(0x5A)
-        if DTYPES[case.result].is_float and count:
+        if count:  # bytes, as fill_ may not take fp8: 0x7F is NaN in both fp8 formats
+            out.view(torch.uint8).fill_(0x7F if case.result in FP8 else 0x5A)
+        if DTYPES[case.result].is_float and case.result not in FP8 and count:
             out.fill_(float("nan"))
         return out
     out_np = np.empty(shape, DTYPES[case.result].np_dtype())
