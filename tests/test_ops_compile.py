@@ -13,7 +13,7 @@ import tile_mlir
 from tile_mlir import op_table
 from tile_mlir.ops import dispatch
 
-LARGE = (64, 1 << 14)  # 2^20 elements: the default strategy stages 4 rounds
+LARGE = (256, 1 << 14)  # 2^22 elements: the default strategy stages 4 rounds
 
 
 def _ptx(case: Case) -> str:

@@ -202,4 +202,5 @@ def test_size_classes_and_defaults() -> None:
     assert [strategy.size_class(n) for n in (1, 1 << 16, (1 << 20) - 1, 1 << 24, 1 << 30)] \
         == ["<2^16", "2^16", "2^16", "2^24", "2^24"]
     assert strategy.default(1 << 28) == Strategy(256, 16, 4, 4)  # staged
-    assert strategy.default(1000).rounds == 1
+    assert strategy.default(1 << 20) == Strategy(256, 16, 2, 2)
+    assert strategy.default(1 << 16) == Strategy(128, 16, 1, 1)  # 128 CTAs of f32

@@ -148,10 +148,10 @@ def test_strategies(device: Device, rng: np.random.Generator, forced: Strategy,
 
 
 def test_large_staged_default(device: Device, rng: np.random.Generator) -> None:
-    """From 2^20 elements the default stages four rounds per thread."""
+    """From 2^19 elements the default stages two rounds per thread (four from 2^22)."""
     x, y = _normal(rng, ((1 << 20) + 17,)), _normal(rng, ((1 << 20) + 17,))
     _same(ops.add(device.array(x), device.array(y)), x + y)
-    assert "4 rounds of 16 B, stage 4" in device.launches[-1]
+    assert "256 threads x 2 rounds of 16 B, stage 2" in device.launches[-1]
 
 
 def test_one_kernel_serves_every_size_and_scalar(device: Device, rng: np.random.Generator

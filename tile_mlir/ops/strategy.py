@@ -9,8 +9,9 @@ elementwise/gmem variant plus the piece size:
            first compute (register_copy; the Hopper habit of several
            independent loads in flight).
 Threads per CTA and rounds per thread are the tunables. The default, without
-tuning: staged, 256 threads, 16-byte vectors, 4 rounds for large arrays (2
-from 2^16 elements, 1 below, so that small arrays still spread over the SMs).
+tuning: staged 16-byte vectors, 256 threads and 4 rounds from 2^22 elements,
+2 rounds from 2^19, 128 threads and 1 round below (small arrays still spread
+over the SMs).
 
 The autotuner (tune.py) measures candidates per (op family, dtype, size class)
 on the GPU and writes its choices to `ops-tuning-<chip>.json` in the kernel
@@ -50,8 +51,13 @@ def size_class(numel: int) -> str:
 
 
 def default(numel: int) -> Strategy:
-    rounds = 4 if numel >= 1 << 20 else 2 if numel >= 1 << 16 else 1
-    return Strategy(threads=256, vector_bytes=16, rounds=rounds, stage=rounds)
+    """Staged 16-byte vectors; fewer rounds and threads per CTA as arrays shrink, so that
+    there are still a CTA or two per SM (an H100 has 132)."""
+    if numel >= 1 << 22:
+        return Strategy(threads=256, vector_bytes=16, rounds=4, stage=4)
+    if numel >= 1 << 19:
+        return Strategy(threads=256, vector_bytes=16, rounds=2, stage=2)
+    return Strategy(threads=128, vector_bytes=16, rounds=1, stage=1)
 
 
 def tuning_file(chip: str) -> Path:
