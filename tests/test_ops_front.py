@@ -204,3 +204,17 @@ def test_size_classes_and_defaults() -> None:
     assert strategy.default(1 << 28) == Strategy(256, 16, 4, 4)  # staged
     assert strategy.default(1 << 20) == Strategy(256, 16, 2, 2)
     assert strategy.default(1 << 16) == Strategy(128, 16, 1, 1)  # 128 CTAs of f32
+
+
+def test_float64_is_refused_by_every_path(device: Device) -> None:
+    """Whatever form a call takes (a division by a number multiplies, pow by a number),
+    float64 is refused with a TypeError before any kernel is made."""
+    x, mask = np.ones(4), np.ones(4, bool)
+    with pytest.raises(TypeError, match="float64"):
+        ops.div(x, 2.0)
+    with pytest.raises(TypeError, match="float64"):
+        ops.pow(x, 0.5)
+    with pytest.raises(TypeError, match="float64"):
+        ops.add(x, x)
+    with pytest.raises(TypeError, match="float64"):
+        ops.masked_fill(x, mask, 1.0)

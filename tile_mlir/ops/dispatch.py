@@ -185,6 +185,8 @@ def resolve(op: str, args: Sequence[Arg], result: str | None = None, what: str =
         raise TypeError(f"{what} needs at least one array argument")
     common = promoted(args, operands)
     dtype = result or result_dtype(row, common, what, _culprit(args, operands, common))
+    if dtype not in (*row.dtypes, "bool" if row.out == "bool" else ""):
+        raise TypeError(f"{what} is not defined on {_torch_name(dtype)}")
     shape = layout.broadcast_shapes([o.shape for _, o in arrays],
                                     [f"argument '{n}'" for n, _ in arrays])
     compute = opmath(common if row.out == "bool" else dtype)

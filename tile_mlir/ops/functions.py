@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tile_mlir import op_table
-from tile_mlir.dtypes import DTYPES, lowest, max_value
+from tile_mlir.dtypes import DTYPES, LIBRARY_FLOATS, lowest, max_value
 from tile_mlir.ops import dispatch, fast
 from tile_mlir.ops.dispatch import Arg
 
@@ -96,8 +96,7 @@ def _float_tensor_dtype(value: Any) -> str | None:
     if dtype is None or not hasattr(value, "shape"):
         return None
     name = str(dtype).removeprefix("torch.")
-    found = next((n for n, d in DTYPES.items() if d.numpy == name), None)
-    return found if found is not None and DTYPES[found].is_float else None
+    return next((n for n in LIBRARY_FLOATS if DTYPES[n].numpy == name), None)
 
 
 def _named(fn: Callable[..., Any], name: str, summary: str) -> Callable[..., Any]:
