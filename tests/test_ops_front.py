@@ -206,7 +206,7 @@ def test_size_classes_and_defaults() -> None:
     assert strategy.default(1 << 16) == Strategy(128, 16, 1, 1)  # 128 CTAs of f32
 
 
-def test_float64_is_refused_by_every_path(device: Device) -> None:
+def test_float64_is_refused_by_every_path() -> None:
     """Whatever form a call takes (a division by a number multiplies, pow by a number),
     float64 is refused with a TypeError before any kernel is made."""
     x, mask = np.ones(4), np.ones(4, bool)
