@@ -128,3 +128,28 @@ ALIASES: dict[str, str] = {"max": "maximum", "min": "minimum"}
 def lookup(name: str) -> EwOp | None:
     """The row for an op name or alias, None if there is none."""
     return ELEMENTWISE.get(ALIASES.get(name, name))
+
+
+# ------------------------------------------------------------- reductions
+
+
+@dataclass(frozen=True)
+class ReduceKind:
+    """A `tile.reduce` kind: how two partial results combine, and where they start."""
+
+    name: str
+    combine: str  # the elementwise row that combines two partials
+    identity: float  # what a lane without elements contributes
+    ref: Callable[..., np.ndarray]  # NumPy reduction (array, axis=...) in float64
+
+
+REDUCE_KINDS: dict[str, ReduceKind] = {
+    k.name: k
+    for k in (
+        ReduceKind("sum", "add", 0.0, np.sum),
+        ReduceKind("prod", "mul", 1.0, np.prod),
+        # maximum/minimum propagate NaN, as torch.amax / torch.amin do
+        ReduceKind("max", "maximum", float("-inf"), np.max),
+        ReduceKind("min", "minimum", float("inf"), np.min),
+    )
+}
