@@ -42,8 +42,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeDriver, Any]]:
     torch = fake_torch()
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(driver, "cuda", lambda: drv)
-    monkeypatch.setattr(driver, "context", lambda device=0: setattr(
-        driver.THREAD, "device", device))
+    monkeypatch.setattr(driver, "context", lambda device=0: None)
     yield drv, torch
 
 
@@ -57,7 +56,7 @@ def test_packs_pointers_and_scalars_on_torchs_stream(fake: tuple[FakeDriver, Any
     kernel(_tensor(torch, 0x1000), 2.5, _tensor(torch, 0x2000))
     torch.current[0] = 0x6000  # the caller switched streams
     kernel(_tensor(torch, 0x3000), -1.0, _tensor(torch, 0x4000))
-    assert len(kernel._local.plans) == 1  # one plan for the signature, reused
+    assert len(kernel._plans) == 1  # one plan for the signature, reused
     kernel(_tensor(torch, 0x3000), np.float32(0.5), _tensor(torch, 0x4000))
     first, second, third = drv.launches
     assert first.values == [0x1000, 2.5, 0x2000] and first.stream == 0x5000
@@ -108,7 +107,6 @@ def test_context_error_is_retried_once(fake: tuple[FakeDriver, Any],
     drv.fail_next = [CUresult.CUDA_ERROR_INVALID_CONTEXT]
     contexts: list[int] = []
     monkeypatch.setattr(driver, "context", contexts.append)
-    driver.THREAD.device = 0
     Kernel(SPEC, function="f")(_tensor(torch, 0x1000), 1.0, _tensor(torch, 0x2000))
     assert contexts == [0] and len(drv.launches) == 1
 
@@ -209,7 +207,7 @@ NO_MLIR = textwrap.dedent("""
     spec = program.kernels["kernel"]
     fake = FakeDriver(spec)
     driver.cuda = lambda: fake
-    driver.context = lambda device=0: setattr(driver.THREAD, "device", device)
+    driver.context = lambda device=0: None
     kernel = tile_mlir.runtime.Kernel(spec, function="f")
     kernel(0x1000, 0x2000, 0x3000)
     assert fake.launches[0].values == [0x1000, 0x2000, 0x3000], fake.launches

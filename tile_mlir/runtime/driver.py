@@ -59,19 +59,6 @@ _lock = threading.Lock()
 _contexts: dict[int, Any] = {}
 
 
-class _ThreadState(threading.local):
-    """The device whose primary context this module last made current on the thread.
-
-    Launches compare it instead of asking the driver (a call per launch); if
-    someone else switched contexts since, the launch fails with a context error
-    and is retried after context() (see Kernel)."""
-
-    device: int = -1
-
-
-THREAD = _ThreadState()
-
-
 def context(device: int = 0) -> Any:
     """The device's primary context (the one torch and cupy use), current on this thread."""
     drv = cuda()
@@ -86,7 +73,6 @@ def context(device: int = 0) -> Any:
                                       drv.cuDevicePrimaryCtxRetain(handle))
         ctx = _contexts[device]
     check("cuCtxSetCurrent", drv.cuCtxSetCurrent(ctx))
-    THREAD.device = device
     return ctx
 
 

@@ -32,7 +32,7 @@ from tile_mlir.runtime.spec import KernelSpec
 
 __all__ = ["ArgumentError", "DeviceBuffer", "Kernel", "LoadedModule"]
 
-Dims = tuple[tuple[int, int, int], tuple[int, int, int]]
+Dims = tuple[int, int, int, int, int, int]  # grid x, y, z, block x, y, z
 
 _CONTEXT_ERRORS = ("CUDA_ERROR_INVALID_CONTEXT", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
                    "CUDA_ERROR_INVALID_HANDLE")
@@ -49,11 +49,12 @@ class _Plan:
     stream: Any  # () -> the caller's current stream
     staged: tuple[int, ...]  # positions of NumPy (host) arguments
     launch: Any  # cuda-python's cuLaunchKernel
+    owner: int  # the thread that writes the slots
 
 
 def _dims(grid: Sequence[int], block: Sequence[int]) -> Dims:
-    g3, b3 = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
-    return (int(g3[0]), int(g3[1]), int(g3[2])), (int(b3[0]), int(b3[1]), int(b3[2]))
+    g, b = (*grid, 1, 1, 1)[:3], (*block, 1, 1, 1)[:3]
+    return int(g[0]), int(g[1]), int(g[2]), int(b[0]), int(b[1]), int(b[2])
 
 
 class Kernel:
@@ -64,6 +65,10 @@ class Kernel:
     arrays, else the legacy default stream; `stream=` names one (an int, a
     cuda-python CUstream, a torch or CuPy stream). The launch is asynchronous
     except with NumPy arguments, which are copied in, and out when written.
+
+    Plans belong to the thread that made them; a kernel called from several threads
+    stays correct (each call from another thread makes its own plan) but is fast only
+    in one thread at a time.
     """
 
     def __init__(self, spec: KernelSpec, function: Any, device: int = 0, binary: str = "cubin"):
@@ -71,7 +76,7 @@ class Kernel:
         self.function = function
         self.device = device
         self.binary = binary  # what was loaded: "cubin", or "ptx" compiled by the driver
-        self._local = threading.local()  # .plans: this thread's plans (each writes its slots)
+        self._plans: dict[tuple[type, ...], _Plan] = {}
         known = spec.grid is not None and spec.block is not None
         self._known_dims = _dims(spec.grid or (), spec.block or ()) if known else None
 
@@ -87,7 +92,7 @@ class Kernel:
             missing = "grid" if g is None else "block"
             raise ArgumentError(f"{self.spec.name}: the kernel does not fix its {missing} size; "
                                 f"pass {missing}=(x, y, z)")
-        if self.spec.block is not None and _dims((), b)[1] != self.spec.block:
+        if self.spec.block is not None and _dims((), b)[3:] != self.spec.block:
             raise ArgumentError(f"{self.spec.name}: compiled for block {self.spec.block}, got {b}")
         return _dims(g, b)
 
@@ -106,49 +111,46 @@ class Kernel:
         plan = _Plan(tuple(binders), slots, params, ctypes.addressof(params),
                      arrays.current_stream(kinds, self.device),
                      tuple(i for i, k in enumerate(kinds) if k == "numpy"),
-                     driver.cuda().cuLaunchKernel)
-        if not hasattr(self._local, "plans"):
-            self._local.plans = {}
-        self._local.plans[tuple(map(type, args))] = plan
+                     driver.cuda().cuLaunchKernel, threading.get_ident())
+        self._plans[tuple(map(type, args))] = plan
         return plan
 
     def __call__(self, *args: Any, grid: Sequence[int] | None = None,
                  block: Sequence[int] | None = None, stream: Any = None) -> None:
-        try:
-            plan = self._local.plans[tuple(map(type, args))]
-        except (AttributeError, KeyError):  # this thread's first call with these types
+        plan = self._plans.get(tuple(map(type, args)))
+        if plan is None or plan.owner != threading.get_ident():
             plan = self._plan(args)
         dims = self._known_dims
-        if dims is None or grid is not None or block is not None:
-            dims = self._launch_dims(grid, block)
-        if plan.staged:
-            self._call_staged(plan, args, dims, stream)
+        if dims is None or grid is not None or block is not None or plan.staged:
+            self._call_slow(plan, args, self._launch_dims(grid, block), stream)
             return
         for slot, bind, arg in zip(plan.slots, plan.binders, args):  # noqa: B905 - same length
             slot.value = bind(arg)
-        self._launch(plan, dims, plan.stream() if stream is None else arrays.stream_handle(stream))
+        handle = plan.stream() if stream is None else arrays.stream_handle(stream)
+        err = plan.launch(self.function, *dims, 0, handle, plan.address, 0)[0]
+        if err:
+            self._retry(plan, dims, handle, err)
 
     def _launch(self, plan: _Plan, dims: Dims, stream: int) -> None:
-        if driver.THREAD.device != self.device:
-            driver.context(self.device)
-        (gx, gy, gz), (bx, by, bz) = dims
-        err = plan.launch(self.function, gx, gy, gz, bx, by, bz, 0, stream, plan.address, 0)[0]
+        err = plan.launch(self.function, *dims, 0, stream, plan.address, 0)[0]
         if err:
-            self._relaunch(plan, dims, stream, err)
+            self._retry(plan, dims, stream, err)
 
-    def _relaunch(self, plan: _Plan, dims: Dims, stream: int, err: Any) -> None:
-        """A context error may mean another library switched this thread's context since
-        we last set it: set ours and try once more. Any other error is raised."""
+    def _retry(self, plan: _Plan, dims: Dims, stream: int, err: Any) -> None:
+        """The fast path does not set our context: a thread's first launch, or one after
+        another library switched the thread's context, fails with CUDA_ERROR_INVALID_CONTEXT
+        (or _HANDLE). Then set it and try once more; raise any other error."""
         if getattr(err, "name", "") in _CONTEXT_ERRORS:
             driver.context(self.device)
-            (gx, gy, gz), (bx, by, bz) = dims
-            err = plan.launch(self.function, gx, gy, gz, bx, by, bz, 0, stream, plan.address, 0)
+            err = plan.launch(self.function, *dims, 0, stream, plan.address, 0)[0]
         check("cuLaunchKernel", err)
 
-    def _call_staged(self, plan: _Plan, args: tuple[Any, ...], dims: Dims, stream: Any) -> None:
-        """With NumPy arguments: check all, copy them in, launch, wait, copy written ones out."""
+    def _call_slow(self, plan: _Plan, args: tuple[Any, ...], dims: Dims, stream: Any) -> None:
+        """Launch dims given per call, or NumPy arguments: check all, copy host arrays in,
+        launch, and when there were host arrays wait and copy the written ones out."""
         values = [bind(arg) for bind, arg in zip(plan.binders, args, strict=True)]
-        driver.context(self.device)
+        if plan.staged:
+            driver.context(self.device)
         staged: dict[int, DeviceBuffer] = {}
         try:
             for i in plan.staged:
@@ -157,7 +159,8 @@ class Kernel:
                 slot.value = staged[i].ptr if i in staged else value
             self._launch(plan, dims, plan.stream() if stream is None
                          else arrays.stream_handle(stream))
-            driver.synchronize()
+            if staged:
+                driver.synchronize()
             for i, buffer in staged.items():
                 if self.spec.params[i].writes:
                     host: np.ndarray = args[i]

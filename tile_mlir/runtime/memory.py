@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from tile_mlir.runtime import driver
 from tile_mlir.runtime.driver import check, cuda
@@ -19,7 +20,7 @@ class DeviceBuffer:
     cupy.asarray(buf) view it without a copy.
     """
 
-    def __init__(self, shape: Sequence[int], dtype: np.dtype | str, device: int = 0):
+    def __init__(self, shape: Sequence[int], dtype: npt.DTypeLike, device: int = 0):
         driver.context(device)
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
