@@ -165,6 +165,14 @@ REDUCTIONS: list[Reduce] = [
     Reduce("sum", (1, 5000), threads=256, memory="global"),  # one row split over 8 warps
     Reduce("sum", (12, 40), threads=128, scope="warpgroup"),
     Reduce("sum", (3, 17), threads=1, scope="thread"),
+    # the innermost axis kept: reduction/columns (a thread per output vector)
+    Reduce("sum", (1000, 37), axes=(0,), threads=128, memory="global"),
+    Reduce("max", (300, 64), axes=(0,), threads=256, memory="global", nan=True),
+    Reduce("sum", (7, 5, 48), axes=(0, 1), threads=64),
+    Reduce("sum", (64, 96), axes=(0,), threads=128, dtype="bf16", memory="global"),
+    Reduce("min", (33, 20), axes=(0,), threads=64, memory="global", keepdims=True),
+    Reduce("sum", (50, 128), axes=(0,), threads=32, scope="warp", memory="global", accum=True),
+    # registers: reduction/local
     Reduce("max", (32, 8), axes=(1,), threads=32, scope="warp", memory="registers",
            layout="S[(32, 8):(1@laneid, 1)]|S[32:1@laneid]"),
     Reduce("sum", (32, 8), axes=(0,), threads=32, scope="warp", memory="registers",

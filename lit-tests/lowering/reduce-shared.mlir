@@ -58,8 +58,10 @@ gpu.module @m {
 // -----
 
 // bf16 sums accumulate in f32 and round once at the end; accum adds the old value.
+// Rows read from global memory come 8 halves (16 bytes) a load.
 // CHECK-LABEL: gpu.func @bf16
-// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: vector.load {{.*}} : memref<16x64xbf16>, vector<8xbf16>
+// CHECK: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
 // CHECK: nvvm.shfl.sync  bfly {{.*}} : f32 -> f32
 // CHECK: memref.load {{.*}} : memref<16xbf16>
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
@@ -72,11 +74,11 @@ gpu.module @m {
 
 // -----
 
-// Thread scope: the thread loops over rows and elements.
+// Thread scope: the thread loops over rows and over each row's two float4s.
 // CHECK-LABEL: gpu.func @thread
 // CHECK: scf.for %[[ROW:.*]] = %c0 to %c4 step %c1 {
-// CHECK:   scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args
-// CHECK:     arith.mulf
+// CHECK:   scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args
+// CHECK:     arith.mulf {{.*}} : vector<4xf32>
 // CHECK-NOT: nvvm.shfl
 gpu.module @m {
   gpu.func @thread(%a: memref<4x8xf32>, %out: memref<4xf32>) kernel attributes {known_block_size = array<i32: 1, 1, 1>} {

@@ -47,6 +47,7 @@ _MODULES = (
     "tile_mlir.lowering.reduce.shared",
     "tile_mlir.lowering.reduce.gmem",
     "tile_mlir.lowering.reduce.local",
+    "tile_mlir.lowering.reduce.columns",
 )
 
 _REGISTRY: dict[str, list[Variant]] = {}

@@ -22,9 +22,9 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from tile_mlir.layout import TileLayout
-from tile_mlir.lowering.access import Access, linearize
+from tile_mlir.lowering.access import Access
 from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.compute import Address, Compute
+from tile_mlir.lowering.compute import Compute
 from tile_mlir.lowering.emit import const_index, scope_thread_index
 
 
@@ -137,7 +137,7 @@ def _walk(accesses: list[Access], compute: Compute, bundle: Bundle,
         complete = [c for c in coords if c is not None]
         assert len(complete) == anchor.rank
         vec = bundle.vec
-        compute.apply({a.index: _address(a, complete) for a in accesses}, vec)
+        compute.apply({a.index: a.address(complete) for a in accesses}, vec)
         return
     if coords[dim] is not None:
         _walk(accesses, compute, bundle, coords, dim + 1)
@@ -149,11 +149,3 @@ def _walk(accesses: list[Access], compute: Compute, bundle: Bundle,
         inner[dim] = loop.induction_variable
         _walk(accesses, compute, bundle, inner, dim + 1)
         scf.YieldOp([])
-
-
-def _address(access: Access, coords: list[ir.Value]) -> Address:
-    if access.storage is not None:
-        assert access.layout is not None
-        offset = linearize(coords, list(access.layout.memory_strides), access.layout.offset)
-        return access.storage, [offset]
-    return access.operand.value, coords

@@ -25,16 +25,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, memref, nvvm, scf
+from mlir.dialects import arith, memref, nvvm, scf, vector
 
 from tile_mlir import op_table
 from tile_mlir.dialects import tile
 from tile_mlir.dtypes import DTYPES, DType
 from tile_mlir.lowering import sync
-from tile_mlir.lowering.access import Access, linearize
+from tile_mlir.lowering.access import Access
 from tile_mlir.lowering.analysis import OpInfo, enclosing
 from tile_mlir.lowering.buffers import STORAGE_ALIGN
-from tile_mlir.lowering.compute import Address, convert, load, store, value_type
+from tile_mlir.lowering.compute import convert, load, store, value_type
 from tile_mlir.lowering.emit import const, const_index, scope_thread_index
 from tile_mlir.lowering.partition import delinearize
 
@@ -86,6 +86,19 @@ def pow2_divisor(n: int) -> int:
     return n & -n
 
 
+def row_vector_width(src: Access, red: Reduction, shape: tuple[int, ...]) -> int:
+    """The widest loads (up to 16 bytes) along the innermost axis when it is reduced,
+    contiguous, a multiple of the width long and every vector start aligned; else 1."""
+    inner = len(shape) - 1
+    if inner not in red.axes or src.strides[inner] != 1 or not src.vectorizable:
+        return 1
+    vec = 16 // src.nbytes
+    align = src.alignment(tuple((d,) for d in range(len(shape))))
+    while vec > 1 and (shape[inner] % vec or align % vec):
+        vec //= 2
+    return vec
+
+
 def group_size(length: int, threads: int) -> int:
     return min(next_pow2(length), WARP, pow2_divisor(threads))
 
@@ -123,7 +136,7 @@ def butterfly(red: Reduction, value: ir.Value, mask: ir.Value, width: int,
     return value
 
 
-def _when(condition: ir.Value, body: Callable[[], None]) -> None:
+def when(condition: ir.Value, body: Callable[[], None]) -> None:
     branch = scf.IfOp(condition)
     with ir.InsertionPoint(branch.then_block):
         body()
@@ -164,13 +177,19 @@ class _Lanes:
 
 
 class RowReducer:
-    """One tile.reduce over memory tiles being lowered, at the insertion point."""
+    """One tile.reduce over memory tiles being lowered, at the insertion point.
 
-    def __init__(self, info: OpInfo, src: Access, dst: Access):
-        self.info, self.src, self.dst = info, src, dst
+    With vec > 1 each lane loads `vec` consecutive elements of the innermost
+    (reduced, contiguous) axis at a time into a vector accumulator, folded to a
+    scalar before the shuffles: 16-byte loads for rows read from global memory.
+    """
+
+    def __init__(self, info: OpInfo, src: Access, dst: Access, vec: int = 1):
+        self.info, self.src, self.dst, self.vec = info, src, dst, vec
         self.red = Reduction.of(info)
         self.shape = info.sources[0].shape
         self.outputs, self.length = self.red.sizes(self.shape)
+        self.units = self.length // vec  # what a lane takes at a time
 
     def _coords(self, row: ir.Value, k: ir.Value) -> list[ir.Value]:
         """The source coordinate of element k of output row `row`."""
@@ -193,21 +212,31 @@ class RowReducer:
         return kept if kept else [const_index(0)] * rank  # a full reduction into shape (1,)
 
     def gather(self, row: ir.Value, first: ir.Value, step: int) -> ir.Value:
-        """Fold elements first, first + step, ... of a row into an accumulator."""
-        red, src = self.red, self.src
-        loop = scf.ForOp(first, const_index(self.length), const_index(step), [red.identity()])
+        """Fold units first, first + step, ... of a row into an accumulator."""
+        red, src, vec = self.red, self.src, self.vec
+        loop = scf.ForOp(first, const_index(self.units), const_index(step), [red.identity(vec)])
         with ir.InsertionPoint(loop.body):
-            address = _address(src, self._coords(row, loop.induction_variable))
-            value = convert(load(address, src.operand.dtype, 1), src.operand.dtype, red.acc, 1)
+            k = loop.induction_variable
+            if vec > 1:
+                k = arith.muli(k, const_index(vec))
+            address = src.address(self._coords(row, k))
+            value = convert(load(address, src.operand.dtype, vec), src.operand.dtype, red.acc,
+                            vec)
             scf.YieldOp([red.combine(loop.inner_iter_args[0], value)])
-        result: ir.Value = loop.results[0]
-        return result
+        acc: ir.Value = loop.results[0]
+        if vec == 1:
+            return acc
+        lanes = [vector.extract(acc, [], [i]) for i in range(vec)]
+        total = lanes[0]
+        for lane in lanes[1:]:
+            total = red.combine(total, lane)
+        return total
 
     def write(self, row: ir.Value, value: ir.Value) -> None:
         """dst[row] = value, or dst[row] combined with value under accum, in dst's type."""
         red, dst = self.red, self.dst
         dtype = dst.operand.dtype
-        address = _address(dst, self._dst_coords(row))
+        address = dst.address(self._dst_coords(row))
         if red.accum:
             value = red.combine(convert(load(address, dtype, 1), dtype, red.acc, 1), value)
         store(convert(value, red.acc, dtype, 1), address, dtype, 1)
@@ -230,7 +259,7 @@ class RowReducer:
         info = self.info
         threads = info.scope_threads
         assert threads is not None
-        plan = group_plan(self.outputs, self.length, threads)
+        plan = group_plan(self.outputs, self.units, threads)
         tid = scope_thread_index(info.scope, info.block)
         lanes = _Lanes(
             arith.remui(tid, const_index(plan.group)) if plan.group < threads else tid,
@@ -246,7 +275,7 @@ class RowReducer:
     def _fold(self, row: ir.Value, active: ir.Value, first: ir.Value, *, step: int,
               lanes: _Lanes, width: int) -> ir.Value:
         """Gather (nothing when inactive: the identity) and fold across `width` lanes."""
-        start = arith.select(active, first, const_index(self.length))
+        start = arith.select(active, first, const_index(self.units))
         partial = self.gather(arith.select(active, row, const_index(0)), start, step)
         return butterfly(self.red, partial, lanes.mask, width)
 
@@ -261,41 +290,33 @@ class RowReducer:
                 const(ir.IntegerType.get_signless(1), 1)
             total = self._fold(row, active, lanes.lane, step=plan.group, lanes=lanes,
                                width=plan.group)
-            _when(arith.andi(active, _eq0(lanes.lane)), lambda: self.write(row, total))
+            when(arith.andi(active, _eq0(lanes.lane)), lambda: self.write(row, total))
             scf.YieldOp([])
 
     def _split_rows(self, plan: GroupPlan, lanes: _Lanes) -> None:
         """`split` groups per row: each folds a stripe, lane 0 leaves the partial in shared
         memory, and after the scope's barrier the row's first group folds the partials."""
         info, red, group, lane = self.info, self.red, lanes.group, lanes.lane
-        scratch = _scratch(info, red, self.outputs * plan.split)
+        partials = scratch(info, red, self.outputs * plan.split)
         active = _below(group, self.outputs * plan.split)
         stripe = arith.remui(group, const_index(plan.split))
         first = arith.addi(arith.muli(stripe, const_index(plan.group)), lane)
         total = self._fold(arith.divui(group, const_index(plan.split)), active, first,
                            step=plan.group * plan.split, lanes=lanes, width=plan.group)
-        _when(arith.andi(active, _eq0(lane)), lambda: memref.store(total, scratch, [group]))
+        when(arith.andi(active, _eq0(lane)), lambda: memref.store(total, partials, [group]))
         sync.barrier(info.scope, info.block)
         leader = _below(group, self.outputs)
         have = arith.andi(leader, _below(lane, plan.split))
         part = arith.addi(arith.muli(group, const_index(plan.split)), lane)
         value = arith.select(
-            have, memref.load(scratch, [arith.select(have, part, const_index(0))]),
+            have, memref.load(partials, [arith.select(have, part, const_index(0))]),
             red.identity())
         total = butterfly(red, value, lanes.mask, next_pow2(plan.split))
-        _when(arith.andi(leader, _eq0(lane)), lambda: self.write(group, total))
+        when(arith.andi(leader, _eq0(lane)), lambda: self.write(group, total))
         sync.barrier(info.scope, info.block)  # the scratch is free again (the op may loop)
 
 
-def _address(access: Access, coords: list[ir.Value]) -> Address:
-    if access.storage is not None:
-        assert access.layout is not None
-        offset = linearize(coords, list(access.layout.memory_strides), access.layout.offset)
-        return access.storage, [offset]
-    return access.operand.value, coords
-
-
-def _scratch(info: OpInfo, red: Reduction, count: int) -> ir.Value:
+def scratch(info: OpInfo, red: Reduction, count: int) -> ir.Value:
     """A shared buffer of `count` accumulators for this op's partial results."""
     module = enclosing(info.op, "gpu.module")
     assert module is not None

@@ -3,7 +3,9 @@
 Applies where reduction/shared would but the source is in global memory, as
 in the operator library's kernels that reduce rows of a tensor straight from
 global memory: the same groups and shuffle tree (lowering/reduction.py), each
-lane gathering its part of a row with strided loads.
+lane gathering its part of a row with loads of up to 16 bytes when the
+reduced innermost axis is contiguous and aligned (groups then count vectors:
+a 128-float row is one float4 per lane of a warp).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from tile_mlir.lowering.predicates import (
     first_failure,
     scope_known,
 )
-from tile_mlir.lowering.reduction import RowReducer
+from tile_mlir.lowering.reduction import Reduction, RowReducer, row_vector_width
 
 
 def check(info: OpInfo) -> Verdict:
@@ -30,7 +32,8 @@ def check(info: OpInfo) -> Verdict:
 
 def lower(info: OpInfo) -> None:
     src, dst = (Access.of(o, info.buffers) for o in (info.sources[0], info.dst))
-    reducer = RowReducer(info, src, dst)
+    vec = row_vector_width(src, Reduction.of(info), info.sources[0].shape)
+    reducer = RowReducer(info, src, dst, vec)
     if info.scope == "thread":
         reducer.sequential()
     else:

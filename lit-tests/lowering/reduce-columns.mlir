@@ -1,0 +1,40 @@
+// reduction/columns: the innermost axis is kept, so each thread owns a vector of outputs
+// and walks the reduced rows with coalesced loads.
+// RUN: tile-opt %s --split-input-file --tile-lower --canonicalize --cse | FileCheck %s
+// RUN: tile-opt %s --split-input-file --tile-dispatch --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=EXPLAIN
+
+// 512 columns over 128 threads: one float4 of outputs each, all 64 rows walked.
+// EXPLAIN: tile.reduce sum at scope cta: variant columns
+// EXPLAIN: columns (priority 20): chosen
+// EXPLAIN: gmem (priority 10): accepts
+// CHECK-LABEL: gpu.func @wide
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[ACC:.*]] = scf.for %[[R:.*]] = %c0 to %c64 step %c1 iter_args(%{{.*}} = %cst) -> (vector<4xf32>)
+// CHECK:   vector.load %{{.*}}[%[[R]], %{{.*}}] {alignment = 16 : i64} : memref<64x512xf32>, vector<4xf32>
+// CHECK: vector.store %[[ACC]], %{{.*}} {alignment = 16 : i64} : memref<512xf32>, vector<4xf32>
+// CHECK-NOT: gpu.barrier
+gpu.module @m {
+  gpu.func @wide(%a: memref<64x512xf32>, %out: memref<512xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    "tile.reduce"(%out, %a) {kind = "sum", axes = array<i64: 0>, scope = "cta"} : (memref<512xf32>, memref<64x512xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// 16 output vectors over 256 threads: the rows split into 16 slices whose partials
+// meet in shared memory.
+// CHECK-LABEL: gpu.func @narrow
+// CHECK: memref.get_global @__tile_reduce_0 : memref<1024xf32, #gpu.address_space<workgroup>>
+// CHECK: vector.store {{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args
+// CHECK:   vector.load {{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.store {{.*}} : memref<64xf32>, vector<4xf32>
+// CHECK: gpu.barrier
+gpu.module @m {
+  gpu.func @narrow(%a: memref<4000x64xf32>, %out: memref<64xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+    "tile.reduce"(%out, %a) {kind = "max", axes = array<i64: 0>, scope = "cta"} : (memref<64xf32>, memref<4000x64xf32>) -> ()
+    gpu.return
+  }
+}
