@@ -30,6 +30,7 @@ class Reduce:
     accum: bool = False
     layout: str = ""  # register layouts: "src|dst"
     nan: bool = False  # sprinkle NaNs into the input
+    scale: float | None = None  # tile.reduce's scale (1/L: a mean)
     name: str = field(default="")
 
     @property
@@ -39,6 +40,7 @@ class Reduce:
         extra = "-accum" if self.accum else ""
         extra += "-keep" if self.keepdims else ""
         extra += "-nan" if self.nan else ""
+        extra += "-scaled" if self.scale is not None else ""
         return (self.name or f"{self.kind}-{self.dtype}-{dims}-ax{axes}-{self.scope}"
                 f"{self.threads}-{self.memory}{extra}")
 
@@ -70,6 +72,7 @@ class Reduce:
         axes = ", ".join(map(str, self.axes))
         attrs = f'kind = "{self.kind}", axes = array<i64: {axes}>, scope = "{self.scope}"'
         attrs += ", accum = true" if self.accum else ""
+        attrs += f", scale = {self.scale!r} : f64" if self.scale is not None else ""
         if space is None:
             body = (f'    "tile.reduce"(%out, %a) {{{attrs}}} : (memref<{dst}>, memref<{src}>) -> ()\n')
         else:
@@ -120,6 +123,8 @@ class Reduce:
         kind = op_table.REDUCE_KINDS[self.kind]
         result = kind.ref(src.astype(np.float64), axis=self.normalized_axes, keepdims=True)
         result = result.reshape(self.out_shape)
+        if self.scale is not None:
+            result = result * self.scale
         if self.accum:
             combine = {"sum": np.add, "prod": np.multiply, "max": np.maximum,
                        "min": np.minimum}[self.kind]
@@ -159,6 +164,8 @@ REDUCTIONS: list[Reduce] = [
     Reduce("max", (9, 130), axes=(0, 1), threads=128, memory="global"),
     Reduce("sum", (4, 50), threads=128, keepdims=True),
     Reduce("sum", (6, 77), threads=128, accum=True),
+    Reduce("sum", (6, 50), threads=64, scale=1 / 50, memory="global", dtype="f16"),  # a mean
+    Reduce("sum", (40, 24), axes=(0,), threads=64, scale=0.025, memory="global"),
     Reduce("sum", (8, 512), threads=256, dtype="bf16", memory="global"),
     Reduce("sum", (8, 300), threads=128, dtype="f16", out_dtype="f32"),
     Reduce("max", (4, 1000), threads=256, dtype="bf16"),

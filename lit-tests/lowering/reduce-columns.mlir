@@ -3,19 +3,22 @@
 // RUN: tile-opt %s --split-input-file --tile-lower --canonicalize --cse | FileCheck %s
 // RUN: tile-opt %s --split-input-file --tile-dispatch --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=EXPLAIN
 
-// 512 columns over 128 threads: one float4 of outputs each, all 64 rows walked.
+// 512 columns over 128 threads: one float4 of outputs each, all 64 rows walked; a
+// scale of 1/64 makes it a mean.
 // EXPLAIN: tile.reduce sum at scope cta: variant columns
 // EXPLAIN: columns (priority 20): chosen
 // EXPLAIN: gmem (priority 10): accepts
 // CHECK-LABEL: gpu.func @wide
 // CHECK: %[[T:.*]] = gpu.thread_id x
-// CHECK: %[[ACC:.*]] = scf.for %[[R:.*]] = %c0 to %c64 step %c1 iter_args(%{{.*}} = %cst) -> (vector<4xf32>)
+// CHECK-NOT: scf.for %{{.*}} = %[[T]]
+// CHECK: %[[ACC:.*]] = scf.for %[[R:.*]] = %c0 to %c64 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>)
 // CHECK:   vector.load %{{.*}}[%[[R]], %{{.*}}] {alignment = 16 : i64} : memref<64x512xf32>, vector<4xf32>
-// CHECK: vector.store %[[ACC]], %{{.*}} {alignment = 16 : i64} : memref<512xf32>, vector<4xf32>
+// CHECK: %[[MEAN:.*]] = arith.mulf %[[ACC]], %{{.*}} : vector<4xf32>
+// CHECK: vector.store %[[MEAN]], %{{.*}} {alignment = 16 : i64} : memref<512xf32>, vector<4xf32>
 // CHECK-NOT: gpu.barrier
 gpu.module @m {
   gpu.func @wide(%a: memref<64x512xf32>, %out: memref<512xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
-    "tile.reduce"(%out, %a) {kind = "sum", axes = array<i64: 0>, scope = "cta"} : (memref<512xf32>, memref<64x512xf32>) -> ()
+    "tile.reduce"(%out, %a) {kind = "sum", axes = array<i64: 0>, scope = "cta", scale = 1.562500e-02 : f64} : (memref<512xf32>, memref<64x512xf32>) -> ()
     gpu.return
   }
 }

@@ -14,7 +14,6 @@ No shuffles, so no lane has to wait for another.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir import ir
@@ -25,7 +24,7 @@ from tile_mlir.lowering.access import Access
 from tile_mlir.lowering.analysis import OpInfo
 from tile_mlir.lowering.compute import convert, load, store
 from tile_mlir.lowering.emit import const_index, scope_thread_index
-from tile_mlir.lowering.partition import delinearize
+from tile_mlir.lowering.partition import delinearize, for_each_item
 from tile_mlir.lowering.reduction import Reduction, scratch, when
 
 
@@ -104,6 +103,7 @@ class ColumnReducer:
         red, dst, vec = self.red, self.dst, self.plan.vec
         dtype = dst.operand.dtype
         where = dst.address(self._dst_coords(unit))
+        value = red.finish(value)
         if red.accum:
             value = red.combine(convert(load(where, dtype, vec), dtype, red.acc, vec), value)
         store(convert(value, red.acc, dtype, vec), where, dtype, vec)
@@ -111,8 +111,8 @@ class ColumnReducer:
     def emit(self) -> ColumnPlan:
         tid = scope_thread_index(self.info.scope, self.info.block)
         if self.plan.split == 1:
-            _strided(tid, self.plan.units, self.threads,
-                     lambda unit: self._write(unit, self._walk(unit, const_index(0), 1)))
+            for_each_item(tid, const_index(self.plan.units), self.threads,
+                          lambda unit: self._write(unit, self._walk(unit, const_index(0), 1)))
         else:
             self._split(tid)
         return self.plan
@@ -145,12 +145,3 @@ class ColumnReducer:
 
         when(arith.cmpi(arith.CmpIPredicate.ult, tid, const_index(plan.units)), second_phase)
         sync.barrier(info.scope, info.block)  # the scratch is free again (the op may loop)
-
-
-def _strided(tid: ir.Value, count: int, threads: int, body: Callable[[ir.Value], None]) -> None:
-    """body(u) for u = tid, tid + threads, ... < count."""
-    loop = scf.ForOp(tid, const_index(count), const_index(threads))
-    with ir.InsertionPoint(loop.body):
-        body(loop.induction_variable)
-        scf.YieldOp([])
-

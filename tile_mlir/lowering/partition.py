@@ -137,29 +137,34 @@ def _at(views: dict[int, View], indices: list[ir.Value]) -> dict[int, Address]:
 
 def _rounds(tid: ir.Value, threads: int, outer: list[ir.Value], per_row: ir.Value,
             body: Callable[[list[ir.Value], ir.Value], None]) -> None:
-    """Items k = 0 .. rows * per_row - 1, thread tid taking k = tid, tid + threads, ...;
-    body(row indices, k % per_row) for each. With a static count: `full` rounds
-    with no bound check (one round folds away), then the last partial round under
-    `tid < rest`; otherwise a strided loop."""
+    """Items k = 0 .. rows * per_row - 1 spread over the threads; body(row indices,
+    k % per_row) for each."""
     total = arith.muli(_product(outer), per_row)
+    for_each_item(tid, total, threads, lambda k: _item(k, outer, per_row, body))
+
+
+def for_each_item(tid: ir.Value, total: ir.Value, threads: int,
+                  body: Callable[[ir.Value], None]) -> None:
+    """body(k) for k = tid, tid + threads, ... < total. With a static total: `full`
+    rounds with no bound check (one round folds away), then the last partial round
+    under `tid < rest`; otherwise a strided loop."""
     count = _static(total)
     if count is None:
         loop = scf.ForOp(tid, total, const_index(threads))
         with ir.InsertionPoint(loop.body):
-            _item(loop.induction_variable, outer, per_row, body)
+            body(loop.induction_variable)
             scf.YieldOp([])
         return
     full, rest = divmod(count, threads)
     if full:
         loop = scf.ForOp(const_index(0), const_index(full), const_index(1))
         with ir.InsertionPoint(loop.body):
-            k = arith.addi(arith.muli(loop.induction_variable, const_index(threads)), tid)
-            _item(k, outer, per_row, body)
+            body(arith.addi(arith.muli(loop.induction_variable, const_index(threads)), tid))
             scf.YieldOp([])
     if rest:
         last = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, tid, const_index(rest)))
         with ir.InsertionPoint(last.then_block):
-            _item(arith.addi(const_index(full * threads), tid), outer, per_row, body)
+            body(arith.addi(const_index(full * threads), tid))
             scf.YieldOp([])
 
 

@@ -50,6 +50,7 @@ class Reduction:
     kept: tuple[int, ...]  # the other axes
     accum: bool
     acc: DType  # accumulator type
+    scale: float | None  # applied to the result before it is stored
 
     @staticmethod
     def of(info: OpInfo) -> Reduction:
@@ -61,7 +62,7 @@ class Reduction:
         kept = tuple(a for a in range(rank) if a not in axes)
         dtype = info.sources[0].dtype
         acc = DTYPES["f32"] if dtype.is_float and dtype.bits < 32 else dtype
-        return Reduction(op_table.REDUCE_KINDS[op.kind], axes, kept, op.accum, acc)
+        return Reduction(op_table.REDUCE_KINDS[op.kind], axes, kept, op.accum, acc, op.scale)
 
     def sizes(self, shape: tuple[int, ...]) -> tuple[int, int]:
         """(R outputs, L elements per output)."""
@@ -75,6 +76,12 @@ class Reduction:
 
     def identity(self, vec: int = 1) -> ir.Value:
         return const(value_type(self.acc, vec), self.kind.identity)
+
+    def finish(self, value: ir.Value) -> ir.Value:
+        """The result as stored: scaled when the op has a scale (before any accum)."""
+        if self.scale is None:
+            return value
+        return arith.mulf(value, const(value.type, self.scale))
 
 
 def next_pow2(n: int) -> int:
@@ -237,6 +244,7 @@ class RowReducer:
         red, dst = self.red, self.dst
         dtype = dst.operand.dtype
         address = dst.address(self._dst_coords(row))
+        value = red.finish(value)
         if red.accum:
             value = red.combine(convert(load(address, dtype, 1), dtype, red.acc, 1), value)
         store(convert(value, red.acc, dtype, 1), address, dtype, 1)

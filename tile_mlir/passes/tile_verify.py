@@ -36,7 +36,7 @@ from tile_mlir.passes import TilePass, op_error, tile_ops
 ATTRIBUTES = {
     "tile.copy": ("scope", "variant"),
     "tile.elementwise": ("op", "scope", "variant", "operandSegmentSizes"),
-    "tile.reduce": ("kind", "scope", "axes", "accum", "variant"),
+    "tile.reduce": ("kind", "scope", "axes", "accum", "scale", "variant"),
     "tile.alloc": ("layout",),
 }
 REDUCE_KINDS = ("sum", "max", "min", "prod")
@@ -178,6 +178,9 @@ def check_reduce(info: OpInfo) -> list[str]:
     accum = info.attr("accum")
     if accum is not None and not isinstance(accum, ir.BoolAttr):
         errors.append("has a non-boolean 'accum' attribute")
+    scale = info.attr("scale")
+    if scale is not None and not isinstance(scale, ir.FloatAttr):
+        errors.append("has a non-float 'scale' attribute")
     axes_attr = info.attr("axes")
     if axes_attr is not None and not isinstance(axes_attr, ir.DenseI64ArrayAttr):
         return [*errors, "needs 'axes' as array<i64: ...>"]

@@ -156,6 +156,7 @@ def _store(info: OpInfo, red: Reduction, dst: Access, coords: dict[int, ir.Value
         dst_coords = {i: coords.get(a, zero) for i, a in enumerate(red.kept)}
     address = (dst.storage, [_offset(dst.layout, dst_coords)])
     dtype = dst.operand.dtype
+    value = red.finish(value)
     if red.accum:
         value = red.combine(convert(load(address, dtype, 1), dtype, red.acc, 1), value)
     store(convert(value, red.acc, dtype, 1), address, dtype, 1)
