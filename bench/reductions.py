@@ -85,7 +85,7 @@ def main() -> None:
         import torch
     except ImportError:
         sys.exit("this benchmark needs torch with CUDA")
-    import tile_mlir.ops as ops
+    from tile_mlir import ops
 
     runs = 10 if args.quick else 50
     copy_src = torch.randn(TOTAL, device="cuda")
