@@ -72,7 +72,8 @@ class Reduce:
         axes = ", ".join(map(str, self.axes))
         attrs = f'kind = "{self.kind}", axes = array<i64: {axes}>, scope = "{self.scope}"'
         attrs += ", accum = true" if self.accum else ""
-        attrs += f", scale = {self.scale!r} : f64" if self.scale is not None else ""
+        if self.scale is not None:  # in hex: exact, and MLIR's syntax takes no 1e-06
+            attrs += f", scale = 0x{np.float64(self.scale).view(np.uint64):016X} : f64"
         if space is None:
             body = (f'    "tile.reduce"(%out, %a) {{{attrs}}} : (memref<{dst}>, memref<{src}>) -> ()\n')
         else:

@@ -110,8 +110,8 @@ def _kernel(name: str, src: str, dst: str, grid: tuple[int, int, int], body: str
 
 def _reduce_attrs(stage: Stage, axes: str) -> str:
     attrs = f'kind = "{stage.kind}", axes = array<i64: {axes}>, scope = "cta"'
-    if stage.scale is not None:
-        attrs += f", scale = {stage.scale!r} : f64"
+    if stage.scale is not None:  # in hex: exact, and MLIR's syntax takes no 1e-06
+        attrs += f", scale = 0x{np.float64(stage.scale).view(np.uint64):016X} : f64"
     return attrs
 
 

@@ -6,9 +6,7 @@ tile_mlir and compile; only loading and launching need the driver.
 
 from __future__ import annotations
 
-import ctypes
 import threading
-from collections.abc import Callable
 from functools import cache
 from types import ModuleType
 from typing import Any
@@ -124,50 +122,3 @@ def device_name(device: int = 0) -> str:
 
 def synchronize() -> None:
     check("cuCtxSynchronize", cuda().cuCtxSynchronize())
-
-
-Launch = Callable[..., int]
-"""(function, grid x, y, z, block x, y, z, shared bytes, stream, kernelParams, extra) -> CUresult"""
-
-
-@cache
-def raw_launch() -> Launch | None:
-    """cuLaunchKernel from libcuda through ctypes, taking the function as an int handle.
-
-    cuda-python's wrapper converts and wraps every argument; calling the C entry point
-    with fixed argtypes costs a few microseconds less per launch, which is most of a
-    small op's host time. None where libcuda cannot be opened this way (then the
-    runtime launches through cuda-python).
-    """
-    try:
-        library = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None
-    launch = library.cuLaunchKernel
-    launch.restype = ctypes.c_int
-    launch.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p,
-                       ctypes.c_void_p]
-    result: Launch = launch
-    return result
-
-
-def launcher(function: Any) -> tuple[Launch, Any]:
-    """(launch, handle): the cheapest way to launch `function` (a cuda-python CUfunction)
-    and the handle that way takes; launch(...) returns the CUresult as an int."""
-    raw = raw_launch()
-    if raw is not None:
-        return raw, int(function)
-    wrapped = cuda().cuLaunchKernel
-
-    def launch(*args: Any) -> int:
-        return int(wrapped(*args)[0])
-
-    return launch, function
-
-
-def error_name(code: int) -> str:
-    """CUDA_ERROR_... for a CUresult given as an int."""
-    try:
-        return str(cuda().CUresult(code).name)
-    except (ValueError, NoGpuError):
-        return str(code)

@@ -48,7 +48,8 @@ class _Plan:
     address: int  # of `params`: cuLaunchKernel's kernelParams
     stream: Any  # () -> the caller's current stream
     staged: tuple[int, ...]  # positions of NumPy (host) arguments
-    launch: driver.Launch  # cuLaunchKernel, returning the CUresult as an int
+    launch: Any  # cuda-python's cuLaunchKernel (a ctypes call of libcuda's measured
+    # 1.4 us slower per launch on an H200 host: its argument conversion costs more)
     owner: int  # the thread that writes the slots
 
 
@@ -74,7 +75,6 @@ class Kernel:
     def __init__(self, spec: KernelSpec, function: Any, device: int = 0, binary: str = "cubin"):
         self.spec = spec
         self.function = function  # the cuda-python CUfunction
-        self._launch_fn, self._handle = driver.launcher(function)
         self.device = device
         self.binary = binary  # what was loaded: "cubin", or "ptx" compiled by the driver
         self._plans: dict[tuple[type, ...], _Plan] = {}
@@ -112,7 +112,7 @@ class Kernel:
         plan = _Plan(tuple(binders), slots, params, ctypes.addressof(params),
                      arrays.current_stream(kinds, self.device),
                      tuple(i for i, k in enumerate(kinds) if k == "numpy"),
-                     self._launch_fn, threading.get_ident())
+                     driver.cuda().cuLaunchKernel, threading.get_ident())
         self._plans[tuple(map(type, args))] = plan
         return plan
 
@@ -129,24 +129,23 @@ class Kernel:
             slot.value = bind(arg)
         handle = plan.stream() if stream is None else arrays.stream_handle(stream)
         # _launch, inlined: a method call is ~0.1 us of the ~5 us a launch may cost
-        err = plan.launch(self._handle, *dims, 0, handle, plan.address, None)
+        err = plan.launch(self.function, *dims, 0, handle, plan.address, 0)[0]
         if err:
             self._retry(plan, dims, handle, err)
 
     def _launch(self, plan: _Plan, dims: Dims, stream: int) -> None:
-        err = plan.launch(self._handle, *dims, 0, stream, plan.address, None)
+        err = plan.launch(self.function, *dims, 0, stream, plan.address, 0)[0]
         if err:
             self._retry(plan, dims, stream, err)
 
-    def _retry(self, plan: _Plan, dims: Dims, stream: int, err: int) -> None:
+    def _retry(self, plan: _Plan, dims: Dims, stream: int, err: Any) -> None:
         """The fast path does not set our context: a thread's first launch, or one after
         another library switched the thread's context, fails with CUDA_ERROR_INVALID_CONTEXT
         (or _HANDLE). Then set it and try once more; raise any other error."""
-        if driver.error_name(err) in _CONTEXT_ERRORS:
+        if getattr(err, "name", "") in _CONTEXT_ERRORS:
             driver.context(self.device)
-            err = plan.launch(self._handle, *dims, 0, stream, plan.address, None)
-        if err:
-            check("cuLaunchKernel", (driver.cuda().CUresult(err),))
+            err = plan.launch(self.function, *dims, 0, stream, plan.address, 0)[0]
+        check("cuLaunchKernel", err)
 
     def _call_slow(self, plan: _Plan, args: tuple[Any, ...], dims: Dims, stream: Any) -> None:
         """Launch dims given per call, or NumPy arguments: check all, copy host arrays in,
