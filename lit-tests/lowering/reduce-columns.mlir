@@ -3,17 +3,21 @@
 // RUN: tile-opt %s --split-input-file --tile-lower --canonicalize --cse | FileCheck %s
 // RUN: tile-opt %s --split-input-file --tile-dispatch --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=EXPLAIN
 
-// 512 columns over 128 threads: one float4 of outputs each, all 64 rows walked; a
-// scale of 1/64 makes it a mean.
+// 512 columns over 128 threads: one float4 of outputs each, all 64 rows walked with
+// four accumulators (four loads in flight); a scale of 1/64 makes it a mean.
 // EXPLAIN: tile.reduce sum at scope cta: variant columns
 // EXPLAIN: columns (priority 20): chosen
 // EXPLAIN: gmem (priority 10): accepts
 // CHECK-LABEL: gpu.func @wide
 // CHECK: %[[T:.*]] = gpu.thread_id x
 // CHECK-NOT: scf.for %{{.*}} = %[[T]]
-// CHECK: %[[ACC:.*]] = scf.for %[[R:.*]] = %c0 to %c64 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>)
-// CHECK:   vector.load %{{.*}}[%[[R]], %{{.*}}] {alignment = 16 : i64} : memref<64x512xf32>, vector<4xf32>
-// CHECK: %[[MEAN:.*]] = arith.mulf %[[ACC]], %{{.*}} : vector<4xf32>
+// CHECK: %[[ACC:.*]]:4 = scf.for %[[R:.*]] = %c0 to %c61 step %c4 iter_args
+// CHECK-COUNT-4: vector.load {{.*}} : memref<64x512xf32>, vector<4xf32>
+// CHECK-COUNT-4: arith.addf
+// CHECK: %[[A1:.*]] = arith.addf %[[ACC]]#0, %[[ACC]]#1 : vector<4xf32>
+// CHECK: %[[A2:.*]] = arith.addf %[[A1]], %[[ACC]]#2 : vector<4xf32>
+// CHECK: %[[A3:.*]] = arith.addf %[[A2]], %[[ACC]]#3 : vector<4xf32>
+// CHECK: %[[MEAN:.*]] = arith.mulf %[[A3]], %{{.*}} : vector<4xf32>
 // CHECK: vector.store %[[MEAN]], %{{.*}} {alignment = 16 : i64} : memref<512xf32>, vector<4xf32>
 // CHECK-NOT: gpu.barrier
 gpu.module @m {

@@ -25,7 +25,7 @@ from tile_mlir.lowering.analysis import OpInfo
 from tile_mlir.lowering.compute import convert, load, store
 from tile_mlir.lowering.emit import const_index, scope_thread_index
 from tile_mlir.lowering.partition import delinearize, for_each_item
-from tile_mlir.lowering.reduction import Reduction, scratch, when
+from tile_mlir.lowering.reduction import Reduction, fold_strided, scratch, when
 
 
 def column_vector_width(src: Access, dst: Access, red: Reduction, shape: tuple[int, ...]
@@ -89,15 +89,12 @@ class ColumnReducer:
     def _walk(self, unit: ir.Value, first: ir.Value, step: int) -> ir.Value:
         """Fold reduced elements first, first + step, ... of one output vector."""
         red, src, vec = self.red, self.src, self.plan.vec
-        loop = scf.ForOp(first, const_index(self.length), const_index(step),
-                         [red.identity(vec)])
-        with ir.InsertionPoint(loop.body):
-            value = load(src.address(self._coords(unit, loop.induction_variable)),
-                         src.operand.dtype, vec)
-            value = convert(value, src.operand.dtype, red.acc, vec)
-            scf.YieldOp([red.combine(loop.inner_iter_args[0], value)])
-        result: ir.Value = loop.results[0]
-        return result
+
+        def load_at(k: ir.Value) -> ir.Value:
+            value = load(src.address(self._coords(unit, k)), src.operand.dtype, vec)
+            return convert(value, src.operand.dtype, red.acc, vec)
+
+        return fold_strided(red, first, self.length, step=step, load_at=load_at, vec=vec)
 
     def _write(self, unit: ir.Value, value: ir.Value) -> None:
         red, dst, vec = self.red, self.dst, self.plan.vec

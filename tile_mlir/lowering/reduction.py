@@ -84,6 +84,56 @@ class Reduction:
         return arith.mulf(value, const(value.type, self.scale))
 
 
+UNROLL = 4
+"""Independent accumulators per lane: that many loads in flight before the first fold."""
+
+
+def fold_strided(red: Reduction, first: ir.Value, bound: int, *, step: int,
+                 load_at: Callable[[ir.Value], ir.Value], vec: int, unroll: int = UNROLL
+                 ) -> ir.Value:
+    """Fold load_at(k) for k = first, first + step, ... < bound into a `vec`-wide value.
+
+    `unroll` accumulators take consecutive indices of each round, so a thread issues
+    that many independent loads before it needs any of them (folds are not
+    reassociated otherwise, and memory latency, not arithmetic, is the cost); a
+    remainder loop takes what is left, and the accumulators fold together last.
+    """
+    span = step * unroll
+    main_end = bound - (unroll - 1) * step
+    if unroll == 1 or main_end <= 0:
+        return _fold_loop(red, first, bound, step=step, load_at=load_at,
+                          accs=[red.identity(vec)])[0]
+    end = const_index(main_end)
+    loop = scf.ForOp(first, end, const_index(span), [red.identity(vec)] * unroll)
+    with ir.InsertionPoint(loop.body):
+        base = loop.induction_variable
+        values = [load_at(base if u == 0 else arith.addi(base, const_index(u * step)))
+                  for u in range(unroll)]
+        scf.YieldOp([red.combine(acc, value)
+                     for acc, value in zip(loop.inner_iter_args, values, strict=True)])
+    # where the remainder starts: first + ceil((main_end - first) / span) * span, or first
+    ahead = arith.cmpi(arith.CmpIPredicate.ult, first, end)
+    rounds = arith.ceildivui(arith.subi(end, arith.select(ahead, first, end)), const_index(span))
+    rest = arith.addi(first, arith.muli(rounds, const_index(span)))
+    accs = _fold_loop(red, rest, bound, step=step, load_at=load_at, accs=list(loop.results))
+    total = accs[0]
+    for acc in accs[1:]:
+        total = red.combine(total, acc)
+    return total
+
+
+def _fold_loop(red: Reduction, first: ir.Value, bound: int, *, step: int,
+               load_at: Callable[[ir.Value], ir.Value], accs: list[ir.Value]
+               ) -> list[ir.Value]:
+    """k = first, first + step, ... < bound folded into accs[0] (the others carried)."""
+    loop = scf.ForOp(first, const_index(bound), const_index(step), accs)
+    with ir.InsertionPoint(loop.body):
+        k = loop.induction_variable
+        carried = list(loop.inner_iter_args)
+        scf.YieldOp([red.combine(carried[0], load_at(k)), *carried[1:]])
+    return list(loop.results)
+
+
 def next_pow2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
@@ -221,16 +271,13 @@ class RowReducer:
     def gather(self, row: ir.Value, first: ir.Value, step: int) -> ir.Value:
         """Fold units first, first + step, ... of a row into an accumulator."""
         red, src, vec = self.red, self.src, self.vec
-        loop = scf.ForOp(first, const_index(self.units), const_index(step), [red.identity(vec)])
-        with ir.InsertionPoint(loop.body):
-            k = loop.induction_variable
-            if vec > 1:
-                k = arith.muli(k, const_index(vec))
-            address = src.address(self._coords(row, k))
-            value = convert(load(address, src.operand.dtype, vec), src.operand.dtype, red.acc,
-                            vec)
-            scf.YieldOp([red.combine(loop.inner_iter_args[0], value)])
-        acc: ir.Value = loop.results[0]
+
+        def load_at(unit: ir.Value) -> ir.Value:
+            k = arith.muli(unit, const_index(vec)) if vec > 1 else unit
+            value = load(src.address(self._coords(row, k)), src.operand.dtype, vec)
+            return convert(value, src.operand.dtype, red.acc, vec)
+
+        acc = fold_strided(red, first, self.units, step=step, load_at=load_at, vec=vec)
         if vec == 1:
             return acc
         lanes = [vector.extract(acc, [], [i]) for i in range(vec)]
