@@ -49,8 +49,8 @@ gpu.module @m {
 // CHECK: nvvm.shfl.sync  bfly %[[MASK:.*]], %{{.*}}, %c1_i32, %c4127_i32
 // CHECK: nvvm.shfl.sync  bfly %[[MASK]], %{{.*}}, %c8_i32, %c4127_i32
 gpu.module @m {
-  gpu.func @odd_threads(%a: memref<3x100xf32>, %out: memref<3xf32>) kernel attributes {known_block_size = array<i32: 48, 1, 1>} {
-    "tile.reduce"(%out, %a) {kind = "sum", axes = array<i64: 1>, scope = "cta"} : (memref<3xf32>, memref<3x100xf32>) -> ()
+  gpu.func @odd_threads(%a: memref<3x1000xf32>, %out: memref<3xf32>) kernel attributes {known_block_size = array<i32: 48, 1, 1>} {
+    "tile.reduce"(%out, %a) {kind = "sum", axes = array<i64: 1>, scope = "cta"} : (memref<3xf32>, memref<3x1000xf32>) -> ()
     gpu.return
   }
 }

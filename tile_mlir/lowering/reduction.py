@@ -215,8 +215,11 @@ class GroupPlan:
     split: int  # groups sharing one row (1: each row is one group's)
 
 
-def group_plan(outputs: int, length: int, threads: int) -> GroupPlan:
-    group = group_size(length, threads)
+def group_plan(outputs: int, length: int, threads: int, per_lane: int = 1) -> GroupPlan:
+    """How the scope's threads share the rows. With per_lane > 1 a group is made small
+    enough that each lane folds at least that many of a row's units (loads in flight)
+    before the shuffles."""
+    group = group_size(-(-length // per_lane), threads)
     groups = threads // group
     # A row's partials are folded by its first group, one partial a lane.
     split = min(groups // outputs, group) if outputs < groups and length > group else 1
@@ -241,8 +244,10 @@ class RowReducer:
     scalar before the shuffles: 16-byte loads for rows read from global memory.
     """
 
-    def __init__(self, info: OpInfo, src: Access, dst: Access, vec: int = 1):
+    def __init__(self, info: OpInfo, src: Access, dst: Access, vec: int = 1,
+                 per_lane: int = 1):
         self.info, self.src, self.dst, self.vec = info, src, dst, vec
+        self.per_lane = per_lane  # units a lane should fold at least (see group_plan)
         self.red = Reduction.of(info)
         self.shape = info.sources[0].shape
         self.outputs, self.length = self.red.sizes(self.shape)
@@ -314,7 +319,7 @@ class RowReducer:
         info = self.info
         threads = info.scope_threads
         assert threads is not None
-        plan = group_plan(self.outputs, self.units, threads)
+        plan = group_plan(self.outputs, self.units, threads, self.per_lane)
         tid = scope_thread_index(info.scope, info.block)
         lanes = _Lanes(
             arith.remui(tid, const_index(plan.group)) if plan.group < threads else tid,

@@ -2,10 +2,11 @@
 
 Applies where reduction/shared would but the source is in global memory, as
 in the operator library's kernels that reduce rows of a tensor straight from
-global memory: the same groups and shuffle tree (lowering/reduction.py), each
-lane gathering its part of a row with loads of up to 16 bytes when the
-reduced innermost axis is contiguous and aligned (groups then count vectors:
-a 128-float row is one float4 per lane of a warp).
+global memory: the same shuffle tree (lowering/reduction.py), each lane
+gathering its part of a row with loads of up to 16 bytes when the reduced
+innermost axis is contiguous and aligned, and groups small enough that each
+lane has UNROLL loads in flight: a 128-float row is folded by 8 lanes taking
+4 float4s each, then 3 shuffles.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from tile_mlir.lowering.predicates import (
     first_failure,
     scope_known,
 )
-from tile_mlir.lowering.reduction import Reduction, RowReducer, row_vector_width
+from tile_mlir.lowering.reduction import UNROLL, Reduction, RowReducer, row_vector_width
 
 
 def check(info: OpInfo) -> Verdict:
@@ -33,7 +34,7 @@ def check(info: OpInfo) -> Verdict:
 def lower(info: OpInfo) -> None:
     src, dst = (Access.of(o, info.buffers) for o in (info.sources[0], info.dst))
     vec = row_vector_width(src, Reduction.of(info), info.sources[0].shape)
-    reducer = RowReducer(info, src, dst, vec)
+    reducer = RowReducer(info, src, dst, vec, per_lane=UNROLL)
     if info.scope == "thread":
         reducer.sequential()
     else:
