@@ -2,7 +2,8 @@
 
 Shapes [2**26 / N, N] for N in 128, 1024, 8192, 65536, reduced along the last dim
 and along dim 0, fp32 and bf16; sum (and amax). Each time is the median of many
-runs measured with CUDA events, after warm-up. The input (256 MiB in fp32, 128
+samples, each a batch of back-to-back calls between two CUDA events (the GPU's
+time, not the host's), after warm-up. The input (256 MiB in fp32, 128
 in bf16) is far past L2, so one buffer is not served from the cache. Traffic is
 the essential one: the input read once plus the output written once; TB/s = that
 over the time. A device-to-device copy of the input gives the roofline.
@@ -24,18 +25,22 @@ SIZES = (128, 1024, 8192, 65536)
 TOTAL = 1 << 26
 
 
-def time_ms(torch: Any, fn: Callable[[], object], runs: int, warmup: int = 3) -> float:
-    """Median milliseconds of `fn` by CUDA events."""
+def time_ms(torch: Any, fn: Callable[[], object], runs: int, warmup: int = 3,
+            batch: int = 10) -> float:
+    """Median milliseconds of one call of `fn`, by CUDA events around `batch` calls made
+    back to back: the host queues the next launches while the GPU runs, so the time is
+    the GPU's (host-side cost per call is bench/launch_cost.py's subject)."""
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(runs):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(batch):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(start.elapsed_time(end) / batch)
     return statistics.median(times)
 
 

@@ -315,15 +315,6 @@ def _device_of(x: Any, kind: str) -> int:
     return int(x.device.id) if kind == "cupy" else 0
 
 
-def _empty(shape: tuple[int, ...], dtype: str, like: Any, kind: str) -> Any:
-    from tile_mlir.runtime import arrays
-
-    if kind == "torch":
-        torch = sys.modules["torch"]
-        return torch.empty(shape, dtype=getattr(torch, DTYPES[dtype].numpy), device=like.device)
-    return arrays.empty(shape, dtype, like)
-
-
 def _empty_result(name: str, x: Any, out_shape: tuple[int, ...], *, dtype: str, kind: str,
                   reduced_count: int) -> Any:
     """Results without a kernel: nothing to reduce (identity, NaN for a mean), or no
@@ -341,11 +332,62 @@ def _empty_result(name: str, x: Any, out_shape: tuple[int, ...], *, dtype: str, 
     return np.full(out_shape, value, dtype=DTYPES[dtype].np_dtype())
 
 
+@dataclass(frozen=True)
+class _Call:
+    """Everything about a call that its argument types and shapes decide: the kernels of
+    the stages, their outputs' shapes and types, and the result's shape."""
+
+    kernels: tuple[tuple[Any, tuple[int, ...], str], ...]  # (kernel, output shape, dtype)
+    out_shape: tuple[int, ...]
+
+    def run_torch(self, x: Any, torch: Any) -> Any:
+        """The hot path: device pointers on torch's current stream, no checks left."""
+        stream = torch._C._cuda_getCurrentRawStream(x.device.index or 0)
+        current = x
+        for kernel, shape, dtype in self.kernels:
+            out = torch.empty(shape, dtype=getattr(torch, DTYPES[dtype].numpy),
+                              device=x.device)
+            kernel(current.data_ptr(), out.data_ptr(), stream=stream)
+            current = out
+        return current.view(self.out_shape)
+
+    def run_cupy(self, x: Any) -> Any:
+        from tile_mlir.runtime import arrays
+
+        current = x
+        for kernel, shape, dtype in self.kernels:
+            out = arrays.empty(shape, dtype, current)
+            kernel(current.reshape(kernel.spec.params[0].shape), out)
+            current = out
+        return current.reshape(self.out_shape)
+
+
+_CALLS: dict[tuple[Any, ...], _Call] = {}
+
+
+def _torch_key(name: str, x: Any, dim: Any, keepdim: bool) -> tuple[Any, ...]:
+    return (name, x.shape, x.dtype, x.device, tuple(dim) if isinstance(dim, list) else dim,
+            keepdim)
+
+
 def reduce(name: str, x: Any, dim: int | Sequence[int] | None = None,
            keepdim: bool = False) -> Any:
-    """`name` (sum, amax, amin, prod, mean) of x over dim, as torch computes it."""
+    """`name` (sum, amax, amin, prod, mean) of x over dim, as torch computes it.
+
+    A torch tensor whose kind of call was seen before takes a path with no checks
+    left to make (they were made the first time): a dict lookup and the launches.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and type(x) is torch.Tensor:
+        call = _CALLS.get(_torch_key(name, x, dim, keepdim))
+        if call is not None and x.is_contiguous():
+            return call.run_torch(x, torch)
+    return _reduce_checked(name, x, dim, keepdim)
+
+
+def _reduce_checked(name: str, x: Any, dim: int | Sequence[int] | None, keepdim: bool) -> Any:
+    """Check the arguments, plan, compile (cached) and run; remember the call for torch."""
     from tile_mlir.runtime import arrays
-    from tile_mlir.runtime.memory import DeviceBuffer
 
     kind = arrays.kind_of(x)
     if kind not in ("torch", "cupy", "numpy"):
@@ -359,34 +401,28 @@ def reduce(name: str, x: Any, dim: int | Sequence[int] | None = None,
     count = math.prod(shape[d] for d in dims)
     if count == 0 or math.prod(out_shape) == 0:
         return _empty_result(name, x, out_shape, dtype=dtype, kind=kind, reduced_count=count)
-    host = kind == "numpy"
-    if host:
-        x = DeviceBuffer.from_array(np.ascontiguousarray(x))
-    elif kind == "torch" and not x.is_contiguous():
-        x = x.contiguous()  # a copy: the kernels read dense rows
-    elif kind == "cupy" and not x.flags.c_contiguous:
-        x = sys.modules["cupy"].ascontiguousarray(x)
-    device = 0 if host else _device_of(x, kind)
-    stages = plan(shape, dtype, dims, name)
-    current = x
-    for stage in stages:
-        out = _empty(stage.out_shape, stage.dst, current, "buffer" if host else kind)
-        _run(stage, current, out, device, kind if not host else "buffer")
+    if kind == "numpy":
+        return _reduce_host(name, np.ascontiguousarray(x), dims, out_shape)
+    device = _device_of(x, kind)
+    call = _Call(tuple((_compiled(stage, device), stage.out_shape, stage.dst)
+                       for stage in plan(shape, dtype, dims, name)), out_shape)
+    if kind == "torch":
+        _CALLS[_torch_key(name, x, dim, keepdim)] = call
+        return call.run_torch(x.contiguous(), sys.modules["torch"])  # a copy if strided
+    return call.run_cupy(sys.modules["cupy"].ascontiguousarray(x))
+
+
+def _reduce_host(name: str, x: np.ndarray, dims: tuple[int, ...],
+                 out_shape: tuple[int, ...]) -> np.ndarray:
+    """A NumPy array: through device buffers, the result copied back."""
+    from tile_mlir.runtime.memory import DeviceBuffer
+
+    current = DeviceBuffer.from_array(x)
+    for stage in plan(x.shape, _dtype_of(x), dims, name):
+        out = DeviceBuffer(stage.out_shape, DTYPES[stage.dst].np_dtype())
+        _compiled(stage, 0)(current.ptr, out.ptr)
         current = out
-    if host:
-        assert isinstance(current, DeviceBuffer)
-        return current.numpy().reshape(out_shape)
-    return current.reshape(out_shape)
-
-
-def _run(stage: Stage, src: Any, dst: Any, device: int, kind: str) -> None:
-    """Launch one stage, viewing src and dst with the shapes its kernel was made for."""
-    kernel = _compiled(stage, device)
-    params = kernel.spec.params
-    if kind == "buffer":
-        kernel(src.ptr, dst.ptr)
-        return
-    kernel(src.reshape(params[0].shape), dst.reshape(params[1].shape))
+    return current.numpy().reshape(out_shape)
 
 
 def _op(name: str) -> Any:
