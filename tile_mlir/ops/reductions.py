@@ -150,9 +150,14 @@ def _rows_program(stage: Stage) -> str:
 
 
 def columns_per_cta(stage: Stage) -> int:
-    """Columns of a batch a CTA takes: a vector per thread at most, dividing B."""
+    """Columns of a batch a CTA takes, dividing B: a vector per thread at most, and fewer
+    (the CTA's threads then split the rows) while the grid would not fill the GPU."""
     vec = stage.vec()
     cap = BLOCK * vec
+    grid = stage.a * stage.chunks * max(1, stage.b // cap)
+    while cap > vec * 32 and grid < TARGET_CTAS:
+        cap //= 2
+        grid *= 2
     if stage.b <= cap:
         return stage.b
     return next(d for d in range(cap, 0, -vec) if stage.b % d == 0)
@@ -243,10 +248,13 @@ def _chunks_for_columns(a: int, r: int, b: int, nbytes: int) -> int:
     return _pow2_divisor_at_most(r, max(want, 1))
 
 
+SMALL_STAGE = 1 << 20
+"""Bytes under which a stage of partials runs whole: cutting it costs a launch more."""
+
+
 def _chunks(a: int, r: int, b: int, nbytes: int, first: bool) -> int:
-    """Chunks for a stage; only the first (the source tensor) is worth cutting: later
-    stages read partials, a few per CTA of the first."""
-    if not first:
+    """Chunks for a stage: the source tensor's, and partials' when there are many."""
+    if not first and a * r * b * nbytes < SMALL_STAGE:
         return 1
     return _chunks_for_rows(a, r, nbytes) if b == 1 else _chunks_for_columns(a, r, b, nbytes)
 
