@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,36 @@ def test_packs_pointers_and_scalars_on_torchs_stream(fake: tuple[FakeDriver, Any
     assert second.values == [0x3000, -1.0, 0x4000] and second.stream == 0x6000
     assert third.values == [0x3000, 0.5, 0x4000]
     assert first.grid == (2, 1, 1) and first.block == (128, 1, 1) and first.function == "f"
+
+
+def test_generated_launcher_follows_the_signature(fake: tuple[FakeDriver, Any]) -> None:
+    """The generated fast launcher serves its own argument types only: another
+    signature, a wrong count or another thread takes the general path."""
+    drv, torch = fake
+    kernel = Kernel(SPEC, function="f")
+    kernel(_tensor(torch, 0x1000), 1.0, _tensor(torch, 0x2000))
+    first = kernel._fast
+    kernel(_tensor(torch, 0x1100), 2.0, _tensor(torch, 0x2100))
+    assert kernel._fast is first  # the same signature: the same launcher
+    kernel(0x7000, 3.0, 0x8000)  # pointers: a plan and a launcher of their own
+    assert kernel._fast is not first and len(kernel._plans) == 2
+    with pytest.raises(ArgumentError, match="takes 3 arguments, got 2"):
+        kernel(0x7000, 3.0)
+    result: list[BaseException] = []
+
+    def other_thread() -> None:
+        try:
+            kernel(0x9000, 4.0, 0xA000)
+        except BaseException as e:  # noqa: BLE001 - carried to the test's thread
+            result.append(e)
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    worker.join()
+    assert not result
+    values = [launch.values for launch in drv.launches]
+    assert values == [[0x1000, 1.0, 0x2000], [0x1100, 2.0, 0x2100], [0x7000, 3.0, 0x8000],
+                      [0x9000, 4.0, 0xA000]]
 
 
 def test_explicit_streams(fake: tuple[FakeDriver, Any]) -> None:
