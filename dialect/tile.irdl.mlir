@@ -20,6 +20,8 @@
 //   axes = array<i64: ..> on tile.reduce: reduced axes, negative counts from the end
 //                         (default: all axes)
 //   accum = true|false    on tile.reduce: combine with the old destination (default false)
+//   scale = <float>       on tile.reduce: multiply the result by it before it is stored
+//                         (a mean is a sum with scale = 1/L), in the accumulation type
 //   vector_bytes = n : i64, stage = n : i64
 //                         on tile.elementwise: lowering options of elementwise/gmem
 irdl.dialect @tile {

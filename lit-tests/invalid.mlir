@@ -140,6 +140,8 @@ gpu.module @m {
     "tile.reduce"(%a, %b) {kind = "sum", axes = array<i64: 0>, scope = "cta"} : (memref<4xf32>, memref<4x8xf32>) -> ()
     // expected-error@+1 {{has unknown kind 'avg' (kinds: sum, max, min, prod)}}
     "tile.reduce"(%a, %b) {kind = "avg", axes = array<i64: -1>, scope = "cta"} : (memref<4xf32>, memref<4x8xf32>) -> ()
+    // expected-error@+1 {{has a non-float 'scale' attribute}}
+    "tile.reduce"(%a, %b) {kind = "sum", axes = array<i64: -1>, scope = "cta", scale = 2} : (memref<4xf32>, memref<4x8xf32>) -> ()
     // expected-error@+1 {{has axes [2], not distinct axes of a rank-2 tile}}
     "tile.reduce"(%a, %b) {kind = "sum", axes = array<i64: 2>, scope = "cta"} : (memref<4xf32>, memref<4x8xf32>) -> ()
     gpu.return

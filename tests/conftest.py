@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import tempfile
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from emulated import device  # noqa: F401 - the pretend device, for the null tier's op tests
 
 from tile_mlir.runtime.driver import gpu_available
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_kernel_cache() -> Iterator[None]:
+    """Tests compile into a cache of their own, never the user's (nor a warm one)."""
+    saved = os.environ.get("TILE_MLIR_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="tile-mlir-test-cache-") as tmp:
+        os.environ["TILE_MLIR_CACHE_DIR"] = tmp
+        yield
+    if saved is None:
+        os.environ.pop("TILE_MLIR_CACHE_DIR", None)
+    else:
+        os.environ["TILE_MLIR_CACHE_DIR"] = saved
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

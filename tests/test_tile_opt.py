@@ -122,6 +122,7 @@ def test_explain_and_list_passes() -> None:
     assert "remark: tile.elementwise add at scope cta: variant gmem" in result.stderr
     listing = tile_opt("--list-passes").stdout
     assert "tile-verify" in listing and "tile-to-ptx" in listing
+    assert "tile.reduce       columns" in listing
 
 
 def test_verify_diagnostics_checks_both_ways() -> None:

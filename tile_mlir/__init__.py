@@ -1,11 +1,12 @@
 """tile-mlir: a tile-level GPU kernel compiler on the upstream MLIR Python bindings.
 
     import tile_mlir
-    program = tile_mlir.compile("examples/vector_add.mlir")   # PTX + cubin
-    program.kernel("vector_add")(a, b, c)                     # NumPy arrays in and out
+    program = tile_mlir.compile("examples/vector_add.mlir")   # PTX + cubin, cached
+    program.kernel("vector_add")(a, b, c)                     # torch, CuPy, NumPy arrays...
 
 Importing the package does not import MLIR: the runtime (tile_mlir.runtime)
-runs compiled kernels with cuda-python alone.
+runs compiled kernels with cuda-python alone, and compile() answers from the
+kernel cache without MLIR; only a kernel that must be compiled needs it.
 """
 
 from __future__ import annotations
@@ -22,13 +23,29 @@ if TYPE_CHECKING:
 
 
 def compile(  # noqa: A001 - mirrors the compiler's entry point
-    source: str | Path | ir.Module, *, chip: str = "sm_90", cubin: bool = True,
-    name: str = "<input>",
+    source: str | Path | ir.Module, *, chip: str | None = None, cubin: bool = True,
+    name: str = "<input>", cache: bool = True,
 ) -> Program:
     """Compile tile IR (a .mlir path, IR text or a module) to PTX and cubins.
 
-    Raises tile_mlir.diagnostics.CompileError with located diagnostics on bad IR.
-    """
-    from tile_mlir.compiler import compile as compile_
+    `chip` defaults to the GPU's (sm_90 where there is none). The result comes from
+    the kernel cache when the same request was compiled before (cache=False: never).
 
-    return compile_(source, chip=chip, cubin=cubin, name=name)
+    Raises tile_mlir.diagnostics.CompileError with located diagnostics on bad IR, and
+    tile_mlir.runtime.cache.CompilerUnavailableError when the kernel must be compiled
+    and the MLIR bindings are missing.
+    """
+    from tile_mlir.runtime import binary
+    from tile_mlir.runtime import cache as kernel_cache
+
+    chip = chip or binary.detect_chip()
+    if cache and isinstance(source, str | Path):  # answered without importing MLIR
+        text, _ = kernel_cache.source_text(source)
+        hit = kernel_cache.lookup(text, chip, kernel_cache.compile_options(cubin=cubin))
+        if hit is not None:
+            return hit
+    try:
+        from tile_mlir.compiler import compile as compile_
+    except ImportError as e:
+        raise kernel_cache.CompilerUnavailableError(e) from e
+    return compile_(source, chip=chip, cubin=cubin, name=name, cache=cache)

@@ -3,13 +3,17 @@
     tile --tile-to-gpu--> gpu --gpu-to-nvvm--> llvm --gpu-module-to-binary--> ptx --ptxas--> cubin
 
 The IR text of every stage is kept on the result, with each kernel's
-launch-relevant signature (`KernelSpec`) read off the tile stage.
+launch-relevant signature (`KernelSpec`) read off the tile stage. Results go
+through the kernel cache (runtime/cache.py): a request compiled before, in
+this process or another, is loaded instead of compiled.
 """
 
 from __future__ import annotations
 
+import functools
 import shlex
 import tempfile
+import threading
 from pathlib import Path
 
 from mlir import ir
@@ -21,9 +25,11 @@ from tile_mlir.diagnostics import CompileError, Diagnostic, DiagnosticSink
 from tile_mlir.dtypes import by_mlir
 from tile_mlir.lowering.alignment import KERNEL_ARG_ALIGN
 from tile_mlir.lowering.analysis import DYNAMIC, known_block_size
+from tile_mlir.runtime import cache as kernel_cache
+from tile_mlir.runtime.binary import detect_chip, retarget_ptx, specific_chip
 from tile_mlir.runtime.program import Program
 from tile_mlir.runtime.spec import KernelSpec, Param
-from tile_mlir.toolchain import DEFAULT_CHIP, assemble
+from tile_mlir.toolchain import assemble
 
 STAGES = ("tile", "gpu", "llvm", "ptx", "cubin")
 
@@ -128,46 +134,79 @@ def _reproducer(source_path: Path | None, tile_ir: str, chip: str) -> str:
                        "--chip", chip])
 
 
+@functools.cache
+def _shared_context() -> ir.Context:
+    """The Context that compiles from text share: making one costs ~8 ms (every upstream
+    dialect is registered), a fifth of a cold compile."""
+    return new_context()
+
+
+@functools.cache
+def _steps(text: str, chip: str) -> tuple[pipeline.Step, ...]:
+    """A stage's pipeline, expanded once per process and chip."""
+    return tuple(pipeline.Expander(params={"chip": chip}).expand(text))
+
+
+_lock = threading.Lock()  # compiles share a Context: one at a time
+
+
 def compile(  # noqa: A001 - the natural name; the builtin is not needed here
     source: str | Path | ir.Module,
     *,
-    chip: str = DEFAULT_CHIP,
+    chip: str | None = None,
     cubin: bool = True,
     name: str = "<input>",
+    cache: bool = True,
 ) -> Program:
     """Compile tile IR (a .mlir path, IR text or a module) to PTX, and cubins unless told not.
 
     A string that ends in ".mlir" and has no newline is a path; any other string is IR.
+    `chip` defaults to the GPU's (sm_90 without one); a kernel that needs arch-specific
+    instructions gets the `a` variant (sm_90a). cache=False bypasses the kernel cache.
 
     Raises CompileError with located diagnostics when the IR is wrong.
     """
-    if isinstance(source, str) and source.endswith(".mlir") and "\n" not in source:
-        source = Path(source)  # a path given as a string, not IR text
-    path = source if isinstance(source, Path) else None
-    if isinstance(source, ir.Module):
-        context, module = source.context, source
-        text = str(module)
+    chip = chip or detect_chip()
+    module = source if isinstance(source, ir.Module) else None
+    if module is not None:
+        text, path = str(module), None
     else:
-        text = path.read_text() if path else str(source)
+        text, path = kernel_cache.source_text(source)  # type: ignore[arg-type]
         name = str(path) if path else name
-        context = new_context()
-        module = parse(text, name, context)
-    sink = DiagnosticSink(rename={PARSED_NAME: name})
-    stages = {"tile": str(module)}
-    try:
-        kernels = kernel_specs(module)
-    except ValueError as e:
-        raise CompileError([Diagnostic("error", str(e))], {name: text}) from None
-    expander = pipeline.Expander(params={"chip": chip})
-    for stage, steps_text in (("gpu", "tile-to-gpu"), ("llvm", "gpu-to-nvvm"),
-                              ("ptx", "gpu-module-to-binary{format=isa}")):
-        if not pipeline.run(module, expander.expand(steps_text), sink):
-            raise CompileError(sink.diagnostics, {name: text},
-                               _reproducer(path, stages["tile"], chip))
-        stages[stage] = str(module) if stage != "ptx" else ""
-    ptx = _binaries(module)
+    options = kernel_cache.compile_options(cubin=cubin)
+    if cache:
+        hit = kernel_cache.lookup(text, chip, options)
+        if hit is not None:
+            return hit
+    program = _compile(text, module, path=path, name=name, chip=chip, cubin=cubin)
+    return kernel_cache.store(text, chip, options, program) if cache else program
+
+
+def _compile(text: str, module: ir.Module | None, *, path: Path | None, name: str, chip: str,
+             cubin: bool) -> Program:
+    with _lock:
+        if module is None:
+            module = parse(text, name, _shared_context())
+        sink = DiagnosticSink(rename={PARSED_NAME: name})
+        stages = {"tile": str(module)}
+        try:
+            kernels = kernel_specs(module)
+        except ValueError as e:
+            raise CompileError([Diagnostic("error", str(e))], {name: text}) from None
+        for stage, steps_text in (("gpu", "tile-to-gpu"), ("llvm", "gpu-to-nvvm"),
+                                  ("ptx", "gpu-module-to-binary{format=isa}")):
+            if stage == "llvm":  # sm_90 -> sm_90a when the gpu stage uses wgmma & co.
+                chip = specific_chip(chip, stages["gpu"])
+            if not pipeline.run(module, list(_steps(steps_text, chip)), sink):
+                raise CompileError(sink.diagnostics, {name: text},
+                                   _reproducer(path, stages["tile"], chip))
+            stages[stage] = str(module) if stage != "ptx" else ""
+        ptx = _binaries(module)
+    target = specific_chip(chip, "".join(ptx.values()))
+    if target != chip:
+        ptx = {m: retarget_ptx(text_, target) for m, text_ in ptx.items()}
     stages["ptx"] = "\n".join(ptx.values())
-    result = Program(chip, kernels, ptx, {}, stages)
+    result = Program(target, kernels, ptx, {}, stages)
     if cubin:
-        result.cubin = {m: assemble(text_, chip) for m, text_ in ptx.items()}
+        result.cubin = {m: assemble(text_, target) for m, text_ in ptx.items()}
     return result

@@ -214,6 +214,7 @@ class ReduceOp(TileOp):
         *,
         axes: Sequence[int] | None = None,
         accum: bool = False,
+        scale: float | None = None,
         scope: str = "cta",
         variant: str | None = None,
         loc: ir.Location | None = None,
@@ -225,6 +226,8 @@ class ReduceOp(TileOp):
             attributes["axes"] = ir.DenseI64ArrayAttr.get(list(axes))
         if accum:
             attributes["accum"] = ir.BoolAttr.get(True)
+        if scale is not None:
+            attributes["scale"] = ir.FloatAttr.get_f64(scale)
         super().__init__(
             _build(self,
                 results=[], operands=[dst, src], attributes=attributes, loc=loc, ip=ip
@@ -249,6 +252,12 @@ class ReduceOp(TileOp):
     def accum(self) -> bool:
         attrs = self.operation.attributes
         return bool(ir.BoolAttr(attrs["accum"]).value) if "accum" in attrs else False
+
+    @property
+    def scale(self) -> float | None:
+        """A factor applied to the result before it is stored (1/L makes a mean)."""
+        attrs = self.operation.attributes
+        return float(ir.FloatAttr(attrs["scale"]).value) if "scale" in attrs else None
 
 
 @_cext.register_operation(_Dialect)

@@ -44,6 +44,10 @@ _MODULES = (
     "tile_mlir.lowering.elementwise.mem",
     "tile_mlir.lowering.copy.gmem_smem",
     "tile_mlir.lowering.copy.reg",
+    "tile_mlir.lowering.reduce.shared",
+    "tile_mlir.lowering.reduce.gmem",
+    "tile_mlir.lowering.reduce.local",
+    "tile_mlir.lowering.reduce.columns",
 )
 
 _REGISTRY: dict[str, list[Variant]] = {}

@@ -39,10 +39,12 @@ class Access:
 
     @staticmethod
     def of(operand: Operand, buffers: Buffers | None) -> Access:
+        """The operand's access; without `buffers` (when only planning, as predicates do)
+        a tile.alloc operand has no storage to address yet."""
         if operand.layout is None:
             return Access(operand, None)
-        assert buffers is not None, "tile.alloc operands need the lowering's Buffers"
-        return Access(operand, operand.layout, buffers.storage(operand.value))
+        storage = buffers.storage(operand.value) if buffers is not None else None
+        return Access(operand, operand.layout, storage)
 
     @property
     def index(self) -> int:
@@ -118,10 +120,19 @@ class Access:
 
     # ------------------------------------------------------------- emission
 
+    def address(self, coords: list[ir.Value]) -> tuple[ir.Value, list[ir.Value]]:
+        """Where the element at logical `coords` is: (memref, indices) for a plain memref,
+        (storage, [layout offset]) for a tile.alloc buffer."""
+        if self.layout is not None:
+            assert self.storage is not None, "made with Access.of(operand, None): no storage"
+            offset = linearize(coords, list(self.layout.memory_strides), self.layout.offset)
+            return self.storage, [offset]
+        return self.operand.value, coords
+
     def view(self, groups: Groups, view_shape: tuple[int, ...]) -> View:
         """Make (at the insertion point) what accesses to the coalesced view index."""
-        if self.storage is not None:
-            assert self.layout is not None
+        if self.layout is not None:
+            assert self.storage is not None, "made with Access.of(operand, None): no storage"
             strides = [self.layout.memory_strides[g[-1]] for g in groups]
             return View(self.storage, strides, self.layout.offset)
         value = self.operand.value

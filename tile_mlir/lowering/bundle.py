@@ -22,9 +22,9 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from tile_mlir.layout import TileLayout
-from tile_mlir.lowering.access import Access, linearize
+from tile_mlir.lowering.access import Access
 from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.compute import Address, Compute
+from tile_mlir.lowering.compute import Compute
 from tile_mlir.lowering.emit import const_index, scope_thread_index
 
 
@@ -66,7 +66,7 @@ def plan(accesses: list[Access], anchor: TileLayout, max_bytes: int) -> Bundle:
     return Bundle(anchor, vec, why)
 
 
-def _axis_values(layout: TileLayout, tid: ir.Value, threads: int
+def axis_values(layout: TileLayout, tid: ir.Value, threads: int
                  ) -> dict[str, tuple[ir.Value, int]]:
     """Each thread axis the layout uses, from the thread's index in a scope of `threads`,
     with the number of values it takes there."""
@@ -89,7 +89,7 @@ def _axis_values(layout: TileLayout, tid: ir.Value, threads: int
     return values
 
 
-def _digit(axis: tuple[ir.Value, int], stride: int, extent: int) -> ir.Value:
+def digit(axis: tuple[ir.Value, int], stride: int, extent: int) -> ir.Value:
     """(value / stride) % extent: one iterator's coordinate from its axis value
     (the remainder only where the axis goes past the iterator)."""
     value, span = axis
@@ -104,7 +104,7 @@ def _first_replica(layout: TileLayout, axes: dict[str, tuple[ir.Value, int]]
     condition = None
     for rep in layout.replicas:
         assert rep.axis is not None
-        zero = arith.cmpi(arith.CmpIPredicate.eq, _digit(axes[rep.axis], rep.stride, rep.extent),
+        zero = arith.cmpi(arith.CmpIPredicate.eq, digit(axes[rep.axis], rep.stride, rep.extent),
                           const_index(0))
         condition = zero if condition is None else arith.andi(condition, zero)
     return condition
@@ -115,9 +115,9 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute, bundle: Bundle)
     anchor = bundle.anchor
     threads = info.scope_threads
     assert threads is not None
-    axes = _axis_values(anchor, scope_thread_index(info.scope, info.block), threads)
+    axes = axis_values(anchor, scope_thread_index(info.scope, info.block), threads)
     coords: list[ir.Value | None] = [
-        _digit(axes[it.axis], it.stride, it.extent) if it.axis else None for it in anchor.shard]
+        digit(axes[it.axis], it.stride, it.extent) if it.axis else None for it in anchor.shard]
     dst = next(a for a in accesses if a.index == info.dst.index)
     guard = _first_replica(anchor, axes) if dst.layout is None or \
         not dst.layout.is_distributed else None
@@ -137,7 +137,7 @@ def _walk(accesses: list[Access], compute: Compute, bundle: Bundle,
         complete = [c for c in coords if c is not None]
         assert len(complete) == anchor.rank
         vec = bundle.vec
-        compute.apply({a.index: _address(a, complete) for a in accesses}, vec)
+        compute.apply({a.index: a.address(complete) for a in accesses}, vec)
         return
     if coords[dim] is not None:
         _walk(accesses, compute, bundle, coords, dim + 1)
@@ -149,11 +149,3 @@ def _walk(accesses: list[Access], compute: Compute, bundle: Bundle,
         inner[dim] = loop.induction_variable
         _walk(accesses, compute, bundle, inner, dim + 1)
         scf.YieldOp([])
-
-
-def _address(access: Access, coords: list[ir.Value]) -> Address:
-    if access.storage is not None:
-        assert access.layout is not None
-        offset = linearize(coords, list(access.layout.memory_strides), access.layout.offset)
-        return access.storage, [offset]
-    return access.operand.value, coords

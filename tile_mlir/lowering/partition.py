@@ -173,40 +173,56 @@ def _at(views: dict[int, View], indices: list[ir.Value]) -> dict[int, Address]:
 
 
 def _rounds(walk: Walk, item: Item, stage: int) -> None:
-    """Thread tid takes items k = tid, tid + threads, ...: item(row indices, k % per_row)
-    for each. With a static count: `full` rounds with no bound check, `stage` at a time
-    (their loads first), then the last partial round under `tid < rest`; with a dynamic
-    count, a strided loop."""
+    """Items k = 0 .. rows * per_row - 1 spread over the threads: item(row indices,
+    k % per_row) for each, the loads of `stage` rounds at a time."""
     total = arith.muli(_product(walk.outer), walk.per_row)
+    for_each_item(walk.tid, total, walk.threads, lambda k: _item(walk, k, item), stage)
+
+
+Step = Callable[[ir.Value], Callable[[], None] | None]
+"""body(k): does item k, or issues its loads and returns what finishes it."""
+
+
+def for_each_item(tid: ir.Value, total: ir.Value, threads: int, body: Step,
+                  stage: int = 1) -> None:
+    """body(k) for k = tid, tid + threads, ... < total. With a static total: `full`
+    rounds with no bound check, `stage` at a time (a body that returns what finishes
+    its item is finished after the group's other bodies ran: their loads first; one
+    round or one group is straight-line code), then the last partial round under
+    `tid < rest`; otherwise a strided loop."""
     count = _static(total)
     if count is None:
-        loop = scf.ForOp(walk.tid, total, const_index(walk.threads))
+        loop = scf.ForOp(tid, total, const_index(threads))
         with ir.InsertionPoint(loop.body):
-            _item(walk, loop.induction_variable, item)()
+            _finish(body(loop.induction_variable))
             scf.YieldOp([])
         return
-    full, rest = divmod(count, walk.threads)
-    _full_rounds(walk, item, full, min(stage, full) or 1)
+    full, rest = divmod(count, threads)
+    _full_rounds(tid, threads, body, full, min(stage, full) or 1)
     if rest:
-        last = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, walk.tid, const_index(rest)))
+        last = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, tid, const_index(rest)))
         with ir.InsertionPoint(last.then_block):
-            _item(walk, arith.addi(const_index(full * walk.threads), walk.tid), item)()
+            _finish(body(arith.addi(const_index(full * threads), tid)))
             scf.YieldOp([])
 
 
-def _full_rounds(walk: Walk, item: Item, full: int, stage: int) -> None:
+def _finish(pending: Callable[[], None] | None) -> None:
+    if pending is not None:
+        pending()
+
+
+def _full_rounds(tid: ir.Value, threads: int, body: Step, full: int, stage: int) -> None:
     """Rounds 0 .. full - 1 in groups of `stage`: a loop over the groups (none when there
-    is one), each group's loads issued before its computes and stores."""
+    is one), each group's bodies run before any of them is finished."""
     groups, leftover = divmod(full, stage)
 
     def group(first: ir.Value, size: int) -> None:
         pending = []
         for r in range(size):
             round_ = arith.addi(first, const_index(r)) if r else first
-            k = arith.addi(arith.muli(round_, const_index(walk.threads)), walk.tid)
-            pending.append(_item(walk, k, item))
+            pending.append(body(arith.addi(arith.muli(round_, const_index(threads)), tid)))
         for finish in pending:
-            finish()
+            _finish(finish)
 
     if groups == 1:
         group(const_index(0), stage)

@@ -21,9 +21,11 @@ integer and bool inputs promote to f32: exp, div), "bool" (a predicate), and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
+
+import numpy as np
 
 from tile_mlir.dtypes import DTYPES, FLOATS, HALVES, INTS, LIBRARY_FLOATS, opmath, promote_types
 from tile_mlir.op_table import bodies as b
@@ -187,3 +189,28 @@ def lookup(name: str) -> EwOp | None:
 def public_ops() -> list[EwOp]:
     """The operator library's ops, in the table's order."""
     return [row for row in _ROWS if row.public]
+
+
+# ------------------------------------------------------------- reductions
+
+
+@dataclass(frozen=True)
+class ReduceKind:
+    """A `tile.reduce` kind: how two partial results combine, and where they start."""
+
+    name: str
+    combine: str  # the elementwise row that combines two partials
+    identity: float  # what a lane without elements contributes
+    ref: Callable[..., np.ndarray]  # NumPy reduction (array, axis=...) in float64
+
+
+REDUCE_KINDS: dict[str, ReduceKind] = {
+    k.name: k
+    for k in (
+        ReduceKind("sum", "add", 0.0, np.sum),
+        ReduceKind("prod", "mul", 1.0, np.prod),
+        # maximum/minimum propagate NaN, as torch.amax / torch.amin do
+        ReduceKind("max", "maximum", float("-inf"), np.max),
+        ReduceKind("min", "minimum", float("inf"), np.min),
+    )
+}

@@ -39,7 +39,7 @@ ATTRIBUTES = {
     "tile.copy": ("scope", "variant"),
     "tile.elementwise": ("op", "scope", "variant", "operandSegmentSizes", "vector_bytes",
                          "stage"),
-    "tile.reduce": ("kind", "scope", "axes", "accum", "variant"),
+    "tile.reduce": ("kind", "scope", "axes", "accum", "scale", "variant"),
     "tile.alloc": ("layout",),
 }
 REDUCE_KINDS = ("sum", "max", "min", "prod")
@@ -224,6 +224,9 @@ def check_reduce(info: OpInfo) -> list[str]:
     accum = info.attr("accum")
     if accum is not None and not isinstance(accum, ir.BoolAttr):
         errors.append("has a non-boolean 'accum' attribute")
+    scale = info.attr("scale")
+    if scale is not None and not isinstance(scale, ir.FloatAttr):
+        errors.append("has a non-float 'scale' attribute")
     axes_attr = info.attr("axes")
     if axes_attr is not None and not isinstance(axes_attr, ir.DenseI64ArrayAttr):
         return [*errors, "needs 'axes' as array<i64: ...>"]
@@ -238,8 +241,9 @@ def check_reduce(info: OpInfo) -> list[str]:
     if dst.shape not in (kept, with_ones) and not (kept == () and dst.shape == (1,)):
         errors.append(f"reduces {_shape(src.shape)} over axes {axes} to {_shape(kept)}, "
                       f"but dst has shape {_shape(dst.shape)}")
-    if dst.dtype.name != src.dtype.name and not (dst.dtype.is_float and src.dtype.is_float
-                                                  and dst.dtype.bits > src.dtype.bits):
+    # Floats reduce into any float type (the accumulation type is f32 for halves and the
+    # result rounds once at the store); other types into their own.
+    if dst.dtype.name != src.dtype.name and not (dst.dtype.is_float and src.dtype.is_float):
         errors.append(f"reduces {src.dtype.name} into {dst.dtype.name}")
     return errors
 

@@ -76,6 +76,17 @@ def context(device: int = 0) -> Any:
     return ctx
 
 
+def pointer_device(pointer: int) -> int | None:
+    """The ordinal of the device that holds `pointer`; None for memory the driver does not
+    know as device memory (a host pointer)."""
+    drv = cuda()
+    attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    err, ordinal = drv.cuPointerGetAttribute(attr, pointer)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        return None
+    return int(ordinal)
+
+
 def gpu_available() -> bool:
     """True when the driver initializes and reports at least one device."""
     try:

@@ -1,235 +1,229 @@
-"""Loading cubins (or PTX) and launching their kernels on arrays.
+"""Loading cubins (or PTX) and launching their kernels on arrays, cheaply.
 
 No MLIR here: a kernel is a cubin plus its `KernelSpec`, which says how to
-pack each argument. Memref arguments take NumPy arrays (copied to the device
-and, when the kernel writes them, back), `DeviceBuffer`s, objects with
-`__cuda_array_interface__` (CuPy, torch CUDA tensors) or raw device pointers
-(ints); scalar arguments take Python numbers. Every argument is checked
-against the spec before the launch, and a mismatch names the argument.
+pack each argument (see arrays.py for the kinds of argument taken and the
+checks made).
+
+A launch from Python is on the op library's hot path, so the work that does
+not depend on the argument values is done once per argument-type signature
+and kept in a `_Plan`: the binder of each argument, the ctypes storage of
+every parameter and the `void*[]` array pointing at it (the kernelParams of
+cuLaunchKernel), and where the stream comes from. A call then only reads
+each argument's address through its binder (checking it), writes it into
+the storage, reads the caller's current stream and launches: no hashing, no
+IR, no allocation beyond the argument tuple.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from tile_mlir.dtypes import DTYPES
-from tile_mlir.runtime import driver
-from tile_mlir.runtime.driver import check, cuda
-from tile_mlir.runtime.spec import KernelSpec, Param
+from tile_mlir.runtime import arrays, driver
+from tile_mlir.runtime.arrays import SCALAR_CTYPES, ArgumentError, Binder
+from tile_mlir.runtime.driver import check
+from tile_mlir.runtime.memory import DeviceBuffer
+from tile_mlir.runtime.spec import KernelSpec
 
-_SCALAR_CTYPES: dict[str, type[Any]] = {
-    "f64": ctypes.c_double, "f32": ctypes.c_float, "i64": ctypes.c_int64,
-    "i32": ctypes.c_int32, "i16": ctypes.c_int16, "i8": ctypes.c_int8, "bool": ctypes.c_bool,
-}
+__all__ = ["ArgumentError", "DeviceBuffer", "Kernel", "LoadedModule"]
 
+Dims = tuple[int, int, int, int, int, int]  # grid x, y, z, block x, y, z
 
-class ArgumentError(TypeError):
-    """A kernel argument that does not fit the kernel's parameter."""
-
-
-class DeviceBuffer:
-    """A block of device memory holding a contiguous array (freed on close/GC)."""
-
-    def __init__(self, shape: Sequence[int], dtype: np.dtype | str):
-        driver.context()
-        self.shape = tuple(int(s) for s in shape)
-        self.dtype = np.dtype(dtype)
-        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
-        self.ptr = int(check("cuMemAlloc", cuda().cuMemAlloc(max(self.nbytes, 1))))
-
-    @staticmethod
-    def from_array(array: np.ndarray) -> DeviceBuffer:
-        host = np.ascontiguousarray(array)
-        buffer = DeviceBuffer(host.shape, host.dtype)
-        buffer.upload(host)
-        return buffer
-
-    def upload(self, array: np.ndarray) -> None:
-        host = np.ascontiguousarray(array, dtype=self.dtype)
-        if host.nbytes != self.nbytes:
-            raise ValueError(f"upload of {host.nbytes} bytes into a {self.nbytes}-byte buffer")
-        if self.nbytes:
-            check("cuMemcpyHtoD", cuda().cuMemcpyHtoD(self.ptr, host.ctypes.data, self.nbytes))
-
-    def numpy(self) -> np.ndarray:
-        host = np.empty(self.shape, self.dtype)
-        if self.nbytes:
-            check("cuMemcpyDtoH", cuda().cuMemcpyDtoH(host.ctypes.data, self.ptr, self.nbytes))
-        return host
-
-    def close(self) -> None:
-        if self.ptr:
-            check("cuMemFree", cuda().cuMemFree(self.ptr))
-            self.ptr = 0
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # at interpreter shutdown the driver may be gone
-            self.close()
-
-    def __enter__(self) -> DeviceBuffer:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
+_CONTEXT_ERRORS = ("CUDA_ERROR_INVALID_CONTEXT", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+                   "CUDA_ERROR_INVALID_HANDLE")
 
 
 @dataclass
-class _Packed:
-    """ctypes storage for one launch's arguments and the void* array pointing at them."""
+class _Plan:
+    """Everything about a launch that depends only on the argument types."""
 
-    values: list[Any]
-    pointers: Any
-
-    @staticmethod
-    def of(values: list[Any]) -> _Packed:
-        pointers = (ctypes.c_void_p * max(len(values), 1))(
-            *[ctypes.addressof(v) for v in values]
-        )
-        return _Packed(values, pointers)
-
-    @property
-    def address(self) -> int:
-        return ctypes.addressof(self.pointers)
+    binders: tuple[Binder, ...]
+    slots: tuple[Any, ...]  # a ctypes value per parameter
+    params: Any  # (void* * n): the address of each slot, kept alive here
+    address: int  # of `params`: cuLaunchKernel's kernelParams
+    stream: Any  # () -> the caller's current stream
+    staged: tuple[int, ...]  # positions of NumPy (host) arguments
+    launch: Any  # cuda-python's cuLaunchKernel (a ctypes call of libcuda's measured
+    # 1.4 us slower per launch on an H200 host: its argument conversion costs more)
+    owner: int  # the thread that writes the slots
 
 
-def _validate(param: Param, arg: Any, position: int) -> None:
-    """Check an argument against its parameter before anything touches the device."""
-    where = f"argument {position} ({param.name})"
-    if not param.is_memref:
-        if param.dtype not in _SCALAR_CTYPES:
-            raise ArgumentError(f"{where}: scalar type {param.dtype} is not supported")
-        if not isinstance(arg, int | float | np.number) or isinstance(arg, bool) != (
-                param.dtype == "bool"):
-            raise ArgumentError(f"{where}: expected a {param.dtype} scalar, "
-                                f"got {type(arg).__name__}")
-        return
-    if isinstance(arg, DeviceBuffer):
-        _check_array(param, arg.shape, arg.dtype, where)
-    elif (interface := getattr(arg, "__cuda_array_interface__", None)) is not None:
-        dtype = np.dtype(interface["typestr"])
-        _check_array(param, tuple(interface["shape"]), dtype, where)
-        if interface.get("strides") not in (None, _contiguous_strides(interface, dtype)):
-            raise ArgumentError(f"{where}: the kernel needs a contiguous array")
-    elif isinstance(arg, np.ndarray):
-        _check_array(param, arg.shape, arg.dtype, where)
-    elif not isinstance(arg, int) or isinstance(arg, bool):
-        raise ArgumentError(f"{where}: expected an array or a device pointer, "
-                            f"got {type(arg).__name__}")
-
-
-def _device_pointer(arg: Any) -> int | None:
-    """The device address behind a validated memref argument, None for a host array."""
-    if isinstance(arg, DeviceBuffer):
-        return arg.ptr
-    interface = getattr(arg, "__cuda_array_interface__", None)
-    if interface is not None:
-        return int(interface["data"][0])
-    if isinstance(arg, np.ndarray):
-        return None
-    return int(arg)
-
-
-def _contiguous_strides(interface: Mapping[str, Any], dtype: np.dtype) -> tuple[int, ...]:
-    strides, running = [], dtype.itemsize
-    for extent in reversed(interface["shape"]):
-        strides.append(running)
-        running *= extent
-    return tuple(reversed(strides))
-
-
-def _check_array(param: Param, shape: tuple[int, ...], dtype: np.dtype, where: str) -> None:
-    expected = DTYPES[param.dtype].np_dtype()
-    if dtype != expected:
-        raise ArgumentError(f"{where}: expected {param.dtype} elements, got {dtype}")
-    if tuple(shape) != param.shape:
-        raise ArgumentError(f"{where}: expected shape {param.shape}, got {tuple(shape)}")
+def _dims(grid: Sequence[int], block: Sequence[int]) -> Dims:
+    g, b = (*grid, 1, 1, 1)[:3], (*block, 1, 1, 1)[:3]
+    return int(g[0]), int(g[1]), int(g[2]), int(b[0]), int(b[1]), int(b[2])
 
 
 class Kernel:
-    """A loaded kernel: call it with one argument per parameter."""
+    """A loaded kernel: call it with one argument per parameter.
 
-    def __init__(self, spec: KernelSpec, function: Any):
+    `kernel(*args, stream=None)` launches on the caller's current stream: torch's
+    (torch.cuda.current_stream()) when torch tensors are passed, CuPy's for CuPy
+    arrays, else the legacy default stream; `stream=` names one (an int, a
+    cuda-python CUstream, a torch or CuPy stream). The launch is asynchronous
+    except with NumPy arguments, which are copied in, and out when written.
+
+    Plans belong to the thread that made them; a kernel called from several threads
+    stays correct (each call from another thread makes its own plan) but is fast only
+    in one thread at a time.
+    """
+
+    def __init__(self, spec: KernelSpec, function: Any, device: int = 0, binary: str = "cubin"):
         self.spec = spec
-        self.function = function
+        self.function = function  # the cuda-python CUfunction
+        self.device = device
+        self.binary = binary  # what was loaded: "cubin", or "ptx" compiled by the driver
+        self._plans: dict[tuple[type, ...], _Plan] = {}
+        self._fast: Any = None  # the generated launcher of the last signature (see below)
+        self._arity = len(spec.params)
+        known = spec.grid is not None and spec.block is not None
+        self._known_dims = _dims(spec.grid or (), spec.block or ()) if known else None
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.dtype}{list(p.shape) if p.is_memref else ''}"
                            for p in self.spec.params)
-        return f"<Kernel {self.spec.name}({params})>"
+        return f"<Kernel {self.spec.name}({params}) on cuda:{self.device} from {self.binary}>"
 
-    def _launch_dims(self, grid: Sequence[int] | None, block: Sequence[int] | None
-                     ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    def _launch_dims(self, grid: Sequence[int] | None, block: Sequence[int] | None) -> Dims:
         g = tuple(grid) if grid is not None else self.spec.grid
         b = tuple(block) if block is not None else self.spec.block
         if g is None or b is None:
             missing = "grid" if g is None else "block"
             raise ArgumentError(f"{self.spec.name}: the kernel does not fix its {missing} size; "
                                 f"pass {missing}=(x, y, z)")
-        if self.spec.block is not None and b != self.spec.block:
+        if self.spec.block is not None and _dims((), b)[3:] != self.spec.block:
             raise ArgumentError(f"{self.spec.name}: compiled for block {self.spec.block}, got {b}")
-        g3, b3 = (*g, 1, 1)[:3], (*b, 1, 1)[:3]
-        return (g3[0], g3[1], g3[2]), (b3[0], b3[1], b3[2])
+        return _dims(g, b)
 
-    def __call__(self, *args: Any, grid: Sequence[int] | None = None,
-                 block: Sequence[int] | None = None, stream: int = 0) -> None:
+    def _plan(self, args: tuple[Any, ...]) -> _Plan:
         spec = self.spec
         if len(args) != len(spec.params):
             raise ArgumentError(f"{spec.name} takes {len(spec.params)} arguments, got {len(args)}")
-        dims = self._launch_dims(grid, block)
+        kinds, binders = [], []
         for position, (param, arg) in enumerate(zip(spec.params, args, strict=True)):
-            _validate(param, arg, position)
-        driver.context()
-        staged: list[tuple[np.ndarray, DeviceBuffer, Param]] = []
+            kind, bind = arrays.binder(param, position, arg, self.device)
+            kinds.append(kind)
+            binders.append(bind)
+        slots = tuple(SCALAR_CTYPES[p.dtype]() if not p.is_memref else ctypes.c_uint64()
+                      for p in spec.params)
+        params = (ctypes.c_void_p * max(len(slots), 1))(*[ctypes.addressof(s) for s in slots])
+        plan = _Plan(tuple(binders), slots, params, ctypes.addressof(params),
+                     arrays.current_stream(kinds, self.device),
+                     tuple(i for i, k in enumerate(kinds) if k == "numpy"),
+                     driver.cuda().cuLaunchKernel, threading.get_ident())
+        self._plans[tuple(map(type, args))] = plan
+        return plan
+
+    def __call__(self, *args: Any, grid: Sequence[int] | None = None,
+                 block: Sequence[int] | None = None, stream: Any = None) -> None:
+        fast = self._fast
+        if fast is not None and len(args) == self._arity and grid is None and \
+                block is None and fast(*args, stream):
+            return
+        types = tuple(map(type, args))
+        plan = self._plans.get(types)
+        if plan is None or plan.owner != threading.get_ident():
+            plan = self._plan(args)
+        dims = self._known_dims
+        if dims is None or grid is not None or block is not None or plan.staged:
+            self._call_slow(plan, args, self._launch_dims(grid, block), stream)
+            return
+        self._fast = _fast_launcher(self, plan, types, dims)
+        self._fast(*args, stream)
+
+    def _launch(self, plan: _Plan, dims: Dims, stream: int) -> None:
+        err = plan.launch(self.function, *dims, 0, stream, plan.address, 0)[0]
+        if err:
+            self._retry(plan, dims, stream, err)
+
+    def _retry(self, plan: _Plan, dims: Dims, stream: int, err: Any) -> None:
+        """The fast path does not set our context: a thread's first launch, or one after
+        another library switched the thread's context, fails with CUDA_ERROR_INVALID_CONTEXT
+        (or _HANDLE). Then set it and try once more; raise any other error."""
+        if getattr(err, "name", "") in _CONTEXT_ERRORS:
+            driver.context(self.device)
+            err = plan.launch(self.function, *dims, 0, stream, plan.address, 0)[0]
+        check("cuLaunchKernel", err)
+
+    def _call_slow(self, plan: _Plan, args: tuple[Any, ...], dims: Dims, stream: Any) -> None:
+        """Launch dims given per call, or NumPy arguments: check all, copy host arrays in,
+        launch, and when there were host arrays wait and copy the written ones out."""
+        values = [bind(arg) for bind, arg in zip(plan.binders, args, strict=True)]
+        if plan.staged:
+            driver.context(self.device)
+        staged: dict[int, DeviceBuffer] = {}
         try:
-            values = [self._pack(p, a, i, staged)
-                      for i, (p, a) in enumerate(zip(spec.params, args, strict=True))]
-            packed = _Packed.of(values)
-            (gx, gy, gz), (bx, by, bz) = dims
-            check("cuLaunchKernel", cuda().cuLaunchKernel(
-                self.function, gx, gy, gz, bx, by, bz, 0, stream, packed.address, 0))
+            for i in plan.staged:
+                staged[i] = DeviceBuffer.from_array(values[i], self.device)
+            for i, (slot, value) in enumerate(zip(plan.slots, values, strict=True)):
+                slot.value = staged[i].ptr if i in staged else value
+            self._launch(plan, dims, plan.stream() if stream is None
+                         else arrays.stream_handle(stream))
             if staged:
                 driver.synchronize()
-                for host, buffer, param in staged:
-                    if param.writes:
-                        host[...] = buffer.numpy()
+            for i, buffer in staged.items():
+                if self.spec.params[i].writes:
+                    host: np.ndarray = args[i]
+                    host[...] = buffer.numpy()
         finally:
-            for _, buffer, _ in staged:
+            for buffer in staged.values():
                 buffer.close()
 
-    @staticmethod
-    def _pack(param: Param, arg: Any, position: int,
-              staged: list[tuple[np.ndarray, DeviceBuffer, Param]]) -> Any:
-        if not param.is_memref:
-            return _SCALAR_CTYPES[param.dtype](arg)
-        pointer = _device_pointer(arg)
-        if pointer is None:
-            buffer = DeviceBuffer.from_array(arg)
-            staged.append((arg, buffer, param))
-            pointer = buffer.ptr
-        if pointer % param.align:
-            raise ArgumentError(f"argument {position} ({param.name}): the pointer must be "
-                                f"aligned to {param.align} bytes")
-        return ctypes.c_uint64(pointer)
+    def new_outputs(self, like: Any = None) -> list[Any]:
+        """Fresh arrays for the parameters the kernel writes, in order, of the kind and on
+        the device of `like` (see arrays.empty)."""
+        return [arrays.empty(p.shape, p.dtype, like, self.device)
+                for p in self.spec.params if p.is_memref and p.writes]
+
+
+def _fast_launcher(kernel: Kernel, plan: _Plan, types: tuple[type, ...], dims: Dims
+                   ) -> Any:
+    """A launcher written for one argument-type signature and thread, as Triton writes
+    its launchers: the type checks, each argument's binder and slot, the stream and
+    cuLaunchKernel with the constants bound by name, with no loop, tuple or dict per
+    call. It answers False (and launches nothing) when the argument types or the
+    thread differ, and the caller takes the general path."""
+    n = len(types)
+    names = [f"a{i}" for i in range(n)]
+    same = [f"type(a{i}) is T{i}" for i in range(n)] + ["get_ident() == OWNER"]
+    source = (f"def fast({', '.join([*names, 'stream'])}):\n"
+              f"    if not ({' and '.join(same)}):\n        return False\n"
+              + "".join(f"    S{i}.value = B{i}(a{i})\n" for i in range(n))
+              + "    handle = STREAM() if stream is None else HANDLE(stream)\n"
+              "    err = LAUNCH(F, GX, GY, GZ, BX, BY, BZ, 0, handle, ADDRESS, 0)[0]\n"
+              "    if err:\n        RETRY(err, handle)\n"
+              "    return True\n")
+    namespace: dict[str, Any] = {
+        "get_ident": threading.get_ident, "OWNER": plan.owner, "STREAM": plan.stream,
+        "HANDLE": arrays.stream_handle, "LAUNCH": plan.launch, "F": kernel.function,
+        "ADDRESS": plan.address, "RETRY": lambda err, h: kernel._retry(plan, dims, h, err),
+        **dict(zip(("GX", "GY", "GZ", "BX", "BY", "BZ"), dims, strict=True)),
+        **{f"T{i}": t for i, t in enumerate(types)},
+        **{f"B{i}": b for i, b in enumerate(plan.binders)},
+        **{f"S{i}": s for i, s in enumerate(plan.slots)},
+    }
+    exec(compile(source, f"<launcher of {kernel.spec.name}>", "exec"), namespace)
+    return namespace["fast"]
 
 
 class LoadedModule:
-    """A cubin, or PTX that the driver compiles for the device, loaded on the current device."""
+    """A cubin, or PTX that the driver compiles for the device, loaded on a device."""
 
-    def __init__(self, image: bytes, specs: Mapping[str, KernelSpec], kind: str = "cubin"):
-        driver.context()
+    def __init__(self, image: bytes, specs: Mapping[str, KernelSpec], kind: str = "cubin",
+                 device: int = 0):
+        driver.context(device)
         data = image + b"\0" if kind == "ptx" else image  # PTX is passed NUL-terminated
-        self.handle = check("cuModuleLoadData", cuda().cuModuleLoadData(data))
+        self.handle = check("cuModuleLoadData", driver.cuda().cuModuleLoadData(data))
+        self.kind = kind
         self.kernels: dict[str, Kernel] = {}
         for name, spec in specs.items():
             function = check("cuModuleGetFunction",
-                             cuda().cuModuleGetFunction(self.handle, name.encode()))
-            self.kernels[name] = Kernel(spec, function)
+                             driver.cuda().cuModuleGetFunction(self.handle, name.encode()))
+            self.kernels[name] = Kernel(spec, function, device, kind)
 
     def __getitem__(self, name: str) -> Kernel:
         return self.kernels[name]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from mlir import ir
 
-from tile_mlir import passes, pipeline
+from tile_mlir import lowering, passes, pipeline
 from tile_mlir.context import PARSED_NAME, new_context, parse
 from tile_mlir.diagnostics import CompileError, Diagnostic, DiagnosticSink
 from tile_mlir.toolchain import DEFAULT_CHIP, ToolchainError, assemble
@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tile-explain", dest="explain", action="store_true",
                    help="report each tile op's dispatch decision as a remark")
     p.add_argument("--list-passes", action="store_true",
-                   help="list the tile passes and named pipelines, then exit")
+                   help="list the tile passes, named pipelines and lowering variants, then exit")
     return p
 
 
@@ -105,6 +105,10 @@ def _list_passes() -> None:
     for named in pipeline.named_pipelines().values():
         params = " ".join(f"{k}={v}" for k, v in named.params.items())
         print(f"  {named.name:18} {named.summary}" + (f"  [{params}]" if params else ""))
+    print("lowering variants (tile-dispatch tries them by priority):")
+    for op in ("tile.copy", "tile.elementwise", "tile.reduce"):
+        for variant in lowering.variants_for(op):
+            print(f"  {op:17} {variant.name:10} {variant.priority:3}  {variant.summary}")
 
 
 def _chunks(text: str, split: bool) -> list[str]:

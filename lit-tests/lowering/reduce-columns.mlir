@@ -1,0 +1,47 @@
+// reduction/columns: the innermost axis is kept, so each thread owns a vector of outputs
+// and walks the reduced rows with coalesced loads.
+// RUN: tile-opt %s --split-input-file --tile-lower --canonicalize --cse | FileCheck %s
+// RUN: tile-opt %s --split-input-file --tile-dispatch --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=EXPLAIN
+
+// 512 columns over 128 threads: one float4 of outputs each, all 64 rows walked with
+// four accumulators (four loads in flight); a scale of 1/64 makes it a mean.
+// EXPLAIN: tile.reduce sum at scope cta: variant columns
+// EXPLAIN: columns (priority 20): chosen
+// EXPLAIN: gmem (priority 10): accepts
+// CHECK-LABEL: gpu.func @wide
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK-NOT: scf.for %{{.*}} = %[[T]]
+// CHECK: %[[ACC:.*]]:4 = scf.for %[[R:.*]] = %c0 to %c61 step %c4 iter_args
+// CHECK-COUNT-4: vector.load {{.*}} : memref<64x512xf32>, vector<4xf32>
+// CHECK-COUNT-4: arith.addf
+// CHECK: %[[A1:.*]] = arith.addf %[[ACC]]#0, %[[ACC]]#1 : vector<4xf32>
+// CHECK: %[[A2:.*]] = arith.addf %[[A1]], %[[ACC]]#2 : vector<4xf32>
+// CHECK: %[[A3:.*]] = arith.addf %[[A2]], %[[ACC]]#3 : vector<4xf32>
+// CHECK: %[[MEAN:.*]] = arith.mulf %[[A3]], %{{.*}} : vector<4xf32>
+// CHECK: vector.store %[[MEAN]], %{{.*}} {alignment = 16 : i64} : memref<512xf32>, vector<4xf32>
+// CHECK-NOT: gpu.barrier
+gpu.module @m {
+  gpu.func @wide(%a: memref<64x512xf32>, %out: memref<512xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    "tile.reduce"(%out, %a) {kind = "sum", axes = array<i64: 0>, scope = "cta", scale = 1.562500e-02 : f64} : (memref<512xf32>, memref<64x512xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// 16 output vectors over 256 threads: the rows split into 16 slices whose partials
+// meet in shared memory.
+// CHECK-LABEL: gpu.func @narrow
+// CHECK: memref.get_global @__tile_reduce_0 : memref<1024xf32, #gpu.address_space<workgroup>>
+// CHECK: vector.store {{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args
+// CHECK:   vector.load {{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.store {{.*}} : memref<64xf32>, vector<4xf32>
+// CHECK: gpu.barrier
+gpu.module @m {
+  gpu.func @narrow(%a: memref<4000x64xf32>, %out: memref<64xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+    "tile.reduce"(%out, %a) {kind = "max", axes = array<i64: 0>, scope = "cta"} : (memref<64xf32>, memref<4000x64xf32>) -> ()
+    gpu.return
+  }
+}

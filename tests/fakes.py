@@ -1,0 +1,97 @@
+"""Stand-ins for the CUDA driver and torch, so the null tier runs everything short of a
+real launch: argument binding and packing, stream choice, context handling.
+
+FakeDriver records each cuLaunchKernel with the parameter values read back from the
+kernelParams array, as the driver would read them. FakeTorch mimics the few torch
+attributes the runtime reads (dtype, shape, is_contiguous, get_device, data_ptr, the
+current raw stream).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from cuda.bindings.driver import CUresult
+
+from tile_mlir.runtime.arrays import SCALAR_CTYPES
+from tile_mlir.runtime.spec import KernelSpec
+
+
+@dataclass
+class Launch:
+    function: Any
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    stream: int
+    values: list[Any]
+
+
+@dataclass
+class FakeDriver:
+    spec: KernelSpec
+    CUresult: Any = CUresult
+    launches: list[Launch] = field(default_factory=list)
+    fail_next: list[Any] = field(default_factory=list)  # results to return before success
+
+    def cuLaunchKernel(self, f: Any, gx: int, gy: int, gz: int, bx: int, by: int,  # noqa: PLR0917 - the driver's signature
+                       bz: int, shared: int, stream: int, params: int, extra: int
+                       ) -> tuple[Any]:
+        if self.fail_next:
+            return (self.fail_next.pop(0),)
+        n = len(self.spec.params)
+        pointers = (ctypes.c_void_p * max(n, 1)).from_address(params)
+        values = []
+        for i, param in enumerate(self.spec.params):
+            ctype = ctypes.c_uint64 if param.is_memref else SCALAR_CTYPES[param.dtype]
+            values.append(ctype.from_address(pointers[i] or 0).value)
+        self.launches.append(Launch(f, (gx, gy, gz), (bx, by, bz), int(stream), values))
+        return (0,)
+
+
+class FakeDtype:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
+
+
+class FakeTensor:
+    def __init__(self, shape: tuple[int, ...], dtype: FakeDtype, pointer: int,
+                 device: int = 0, contiguous: bool = True):
+        self.shape, self.dtype, self._pointer = shape, dtype, pointer
+        self._device, self._contiguous = device, contiguous
+        self.device = f"cuda:{device}" if device >= 0 else "cpu"
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device >= 0
+
+    def get_device(self) -> int:
+        return self._device
+
+    def is_contiguous(self) -> bool:
+        return self._contiguous
+
+    def data_ptr(self) -> int:
+        return self._pointer
+
+
+def fake_torch() -> types.ModuleType:
+    """A module that passes for torch where the runtime looks (sys.modules['torch'])."""
+    torch = types.ModuleType("torch")
+    torch.Tensor = FakeTensor  # type: ignore[attr-defined]
+    for name in ("float32", "float16", "bfloat16", "float64", "int32", "float8_e4m3fn"):
+        setattr(torch, name, FakeDtype(name))
+    torch.current = {0: 0x5000, 1: 0x5001}  # type: ignore[attr-defined]
+    torch._C = types.SimpleNamespace(  # type: ignore[attr-defined]
+        _cuda_getCurrentRawStream=lambda device: torch.current[device])
+
+    def empty(shape: tuple[int, ...], dtype: FakeDtype, device: str) -> FakeTensor:
+        return FakeTensor(tuple(shape), dtype, 0x9000, int(device.split(":")[1]))
+
+    torch.empty = empty  # type: ignore[attr-defined]
+    return torch
