@@ -9,16 +9,9 @@ from typing import Any
 
 import numpy as np
 from emulated import Device, EmuArray
+from fakes import FakeDtype as Dtype
 
 from tile_mlir.dtypes import DTYPES
-
-
-class Dtype:
-    def __init__(self, name: str):
-        self.name = name
-
-    def __str__(self) -> str:
-        return f"torch.{self.name}"
 
 
 class CudaDevice:
