@@ -22,6 +22,8 @@
 //   accum = true|false    on tile.reduce: combine with the old destination (default false)
 //   scale = <float>       on tile.reduce: multiply the result by it before it is stored
 //                         (a mean is a sum with scale = 1/L), in the accumulation type
+//   vector_bytes = n : i64, stage = n : i64
+//                         on tile.elementwise: lowering options of elementwise/gmem
 irdl.dialect @tile {
   // A TileLayout in the notation of the seeds, e.g.
   //   #tile.layout<"S[(32, 8):(1@laneid, 1)]">
@@ -43,10 +45,13 @@ irdl.dialect @tile {
     irdl.attributes {"scope" = %scope}
   }
 
-  // dst <- op(a, b, c) element by element; `op` names a row of the op
-  // registry (add, mul, sqrt, exp, fma, ...), which fixes the arity. Inputs
-  // are memrefs of dst's shape or scalars. Zero to three inputs, so the
-  // generic form carries operandSegmentSizes = array<i32: 1, #a, #b, #c>.
+  // dst <- op(a, b, c...) element by element; `op` names a row of the op
+  // registry (add, mul, sqrt, exp, fma, where, ...), which fixes the arity.
+  // Inputs are memrefs of dst's shape (with any strides, 0 for a broadcast
+  // dimension) or scalars, promoted as torch promotes them. a and b are
+  // optional, c is variadic (the third input and any after it, as
+  // nan_to_num's), so the generic form carries
+  // operandSegmentSizes = array<i32: 1, #a, #b, #c>.
   //   "tile.elementwise"(%c, %a, %b) {op = "add", scope = "cta",
   //       operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (...) -> ()
   irdl.operation @elementwise {
@@ -56,7 +61,7 @@ irdl.dialect @tile {
     %c = irdl.any
     %op = irdl.base "#builtin.string"
     %scope = irdl.base "#builtin.string"
-    irdl.operands(dst: %dst, a: optional %a, b: optional %b, c: optional %c)
+    irdl.operands(dst: %dst, a: optional %a, b: optional %b, c: variadic %c)
     irdl.attributes {"op" = %op, "scope" = %scope}
   }
 

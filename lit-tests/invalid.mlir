@@ -41,9 +41,25 @@ gpu.module @m {
 // -----
 
 gpu.module @m {
-  gpu.func @k(%a: memref<64xf32>, %b: memref<64xf16>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
-    // expected-error@+1 {{input 0 has element type f16, but dst has f32}}
-    "tile.elementwise"(%a, %b) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf16>) -> ()
+  gpu.func @k(%a: memref<64xf32>, %b: memref<64xf16>, %i: memref<64xi32>, %p: memref<64xi1>, %d: memref<64xf64>, %s: f32) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    // Inputs promote into dst as torch promotes (f16 -> f32, i32 -> f32), never down.
+    "tile.elementwise"(%a, %b, %i) {op = "add", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xf32>, memref<64xf16>, memref<64xi32>) -> ()
+    // expected-error@+1 {{input 0 has element type f32, which does not promote to dst's f16}}
+    "tile.elementwise"(%b, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf16>, memref<64xf32>) -> ()
+    // expected-error@+1 {{scalar input 1 of type f32 does not match the i32 tile}}
+    "tile.elementwise"(%i, %i, %s) {op = "mul", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xi32>, memref<64xi32>, f32) -> ()
+    // expected-error@+1 {{'lt' produces bool, not f32}}
+    "tile.elementwise"(%a, %a, %a) {op = "lt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xf32>, memref<64xf32>, memref<64xf32>) -> ()
+    // expected-error@+1 {{input 1 has element type f32, which does not promote to dst's bool}}
+    "tile.elementwise"(%p, %p, %a) {op = "bitwise_and", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xi1>, memref<64xi1>, memref<64xf32>) -> ()
+    // expected-error@+1 {{'isnan' is not defined on f64}}
+    "tile.elementwise"(%p, %d) {op = "isnan", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xi1>, memref<64xf64>) -> ()
+    // expected-error@+1 {{input 1 of 'nan_to_num' must be a scalar}}
+    "tile.elementwise"(%a, %a, %a, %s, %s) {op = "nan_to_num", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 2>} : (memref<64xf32>, memref<64xf32>, memref<64xf32>, f32, f32) -> ()
+    // expected-error@+1 {{needs 'stage' as an integer in [1, 64], got 0 : i64}}
+    "tile.elementwise"(%a, %a) {op = "exp", scope = "cta", stage = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+    // expected-error@+1 {{must fill its input slots in order}}
+    "tile.elementwise"(%a, %a, %s, %s) {op = "clamp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 2>} : (memref<64xf32>, memref<64xf32>, f32, f32) -> ()
     gpu.return
   }
 }

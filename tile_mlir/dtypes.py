@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +53,66 @@ _BY_MLIR = {d.mlir: d for d in DTYPES.values()}
 FLOATS = tuple(n for n, d in DTYPES.items() if d.kind == "float")
 HALVES = ("f16", "bf16")
 FP8 = ("f8e4m3", "f8e5m2")
+LIBRARY_FLOATS = ("f32", "f16", "bf16", "f8e4m3", "f8e5m2")
+"""The float types of the operator library (f64 is not among them)."""
+INTS = ("i32", "i64")
+"""The integer types of the operator library."""
+
+KIND_ORDER = ("bool", "int", "float")
+"""Kinds in torch's promotion order: a float beats an integer beats a bool."""
+_CATEGORY = {kind: n for n, kind in enumerate(KIND_ORDER)}
+
+
+def promote_types(a: str, b: str) -> str:
+    """torch.promote_types on dtype names: bool < integers < floats, the wider within a
+    kind; f16 with bf16 gives f32. Mixing two different fp8 formats, which torch
+    refuses, gives f32 here (the compute type either would widen to)."""
+    if a == b:
+        return a
+    da, db = DTYPES[a], DTYPES[b]
+    if _CATEGORY[da.kind] != _CATEGORY[db.kind]:
+        return a if _CATEGORY[da.kind] > _CATEGORY[db.kind] else b
+    if da.bits != db.bits:
+        return a if da.bits > db.bits else b
+    return "f32" if da.kind == "float" else a  # f16 + bf16, e4m3 + e5m2
+
+
+def opmath(name: str) -> str:
+    """The type arithmetic on `name` runs in, as torch's opmath_type: f16, bf16 and the
+    fp8 formats compute in f32; every other type in itself."""
+    return "f32" if name in HALVES or name in FP8 else name
+
+
+@cache
+def limits(name: str) -> tuple[float | int, float | int]:
+    """The most negative and the largest finite values of a dtype (-448 and 448 for
+    f8e4m3, -2**31 and 2**31 - 1 for i32, 0 and 1 for bool)."""
+    kind, np_type = DTYPES[name].kind, DTYPES[name].np_dtype()
+    if kind == "bool":
+        return 0, 1
+    if kind == "int":
+        info = np.iinfo(np_type)
+        return int(info.min), int(info.max)
+    largest = float(_finfo(np_type).max)
+    return -largest, largest
+
+
+def max_value(name: str) -> float | int:
+    """The largest finite value of a dtype."""
+    return limits(name)[1]
+
+
+def lowest(name: str) -> float | int:
+    """The most negative finite value of a dtype."""
+    return limits(name)[0]
+
+
+def _finfo(np_type: np.dtype) -> Any:
+    if np_type.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        import ml_dtypes
+
+        return ml_dtypes.finfo(np_type)  # type: ignore[no-untyped-call]
+    return np.finfo(np_type)
 
 
 def by_mlir(spelling: str) -> DType:

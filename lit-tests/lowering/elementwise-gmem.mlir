@@ -115,3 +115,104 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// Register staging (stage = 4): each thread's four rounds load first (a and b of every
+// round), then compute and store; 1024 floats over 64 threads, no loop.
+// CHECK-LABEL: gpu.func @staged
+// CHECK-COUNT-8: vector.load {{.*}} vector<4xf32>
+// CHECK-NOT: vector.load
+// CHECK-COUNT-4: vector.store
+gpu.module @m {
+  gpu.func @staged(%a: memref<1024xf32>, %b: memref<1024xf32>, %c: memref<1024xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    "tile.elementwise"(%c, %a, %b) {op = "add", scope = "cta", stage = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<1024xf32>, memref<1024xf32>, memref<1024xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// An operand broadcast along the innermost dimension (stride 0, a per-row scale) takes
+// one element per vector, repeated; it does not narrow the others' vectors.
+// CHECK-LABEL: gpu.func @splat
+// CHECK: %[[X:.*]] = vector.load %{{.*}} : memref<4x64xf32>, vector<4xf32>
+// CHECK: %[[S:.*]] = memref.load %{{.*}} : memref<4x64xf32, strided<[1, 0]>>
+// CHECK: %[[V:.*]] = vector.broadcast %[[S]] : f32 to vector<4xf32>
+// CHECK: arith.mulf %[[X]], %[[V]] : vector<4xf32>
+gpu.module @m {
+  gpu.func @splat(%a: memref<4x64xf32>, %s: memref<4x64xf32, strided<[1, 0]>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    "tile.elementwise"(%a, %a, %s) {op = "mul", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<4x64xf32>, memref<4x64xf32>, memref<4x64xf32, strided<[1, 0]>>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// A dynamic row stride: vectors where the kernel argument promises its divisibility
+// (tile.divisibility = 4, so every row starts 16-byte aligned), scalars where not.
+// CHECK-LABEL: gpu.func @divisible
+// CHECK: scf.for
+// CHECK:   vector.load {{.*}} {alignment = 16 : i64} : memref<?x64xf32, strided<[?, 1]>>, vector<4xf32>
+// CHECK: scf.for
+// CHECK:   memref.load {{.*}} : memref<?x64xf32, strided<[?, 1]>>
+gpu.module @m {
+  gpu.func @divisible(%p: memref<1xf32>, %q: memref<1xf32>, %n: i32, %s: i32 {tile.divisibility = 4 : i64}, %t: i32) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %rows = arith.index_cast %n : i32 to index
+    %st = arith.index_cast %s : i32 to index
+    %tt = arith.index_cast %t : i32 to index
+    %a = memref.reinterpret_cast %p to offset: [0], sizes: [%rows, 64], strides: [%st, 1] : memref<1xf32> to memref<?x64xf32, strided<[?, 1]>>
+    %b = memref.reinterpret_cast %q to offset: [0], sizes: [%rows, 64], strides: [%tt, 1] : memref<1xf32> to memref<?x64xf32, strided<[?, 1]>>
+    "tile.elementwise"(%a, %a) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<?x64xf32, strided<[?, 1]>>, memref<?x64xf32, strided<[?, 1]>>) -> ()
+    "tile.elementwise"(%b, %b) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<?x64xf32, strided<[?, 1]>>, memref<?x64xf32, strided<[?, 1]>>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// Bools are a byte each: vectors of them are accessed as 8x as many i1 lanes (LLVM packs
+// i1 vectors into bits) and bitcast to bytes; a predicate of f32s stores 4 bools at a time.
+// CHECK-LABEL: gpu.func @bools
+// CHECK: arith.cmpf uno, %{{.*}} : vector<4xf32>
+// CHECK: vector.bitcast %{{.*}} : vector<4xi8> to vector<32xi1>
+// CHECK: vector.store {{.*}} {alignment = 4 : i64} : memref<256xi1>, vector<32xi1>
+// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<256xi1>, vector<128xi1>
+// CHECK: vector.bitcast %{{.*}} : vector<128xi1> to vector<16xi8>
+// CHECK: arith.cmpi ne, %{{.*}} : vector<16xi8>
+gpu.module @m {
+  gpu.func @bools(%x: memref<256xf32>, %m: memref<256xi1>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    "tile.elementwise"(%m, %x) {op = "isnan", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xi1>, memref<256xf32>) -> ()
+    "tile.elementwise"(%m, %m) {op = "logical_not", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xi1>, memref<256xi1>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// fp8 computes in f32: it widens with the packed cvt (pairs of bytes) and narrows with
+// the saturating one (the second of each pair as its first operand); e5m2 keeps Inf:
+// what saturated (|x| >= 61440) moves up one step. vector_bytes = 1: one element per
+// access, its pair padded with a zero.
+// CHECK-LABEL: gpu.func @fp8
+// CHECK: vector.load {{.*}} vector<16xf8E4M3FN>
+// CHECK-COUNT-8: nvvm.convert.f8x2.to.f16x2
+// CHECK: arith.mulf {{.*}} : vector<16xf32>
+// CHECK: nvvm.convert.f32x2.to.f8x2 %[[HI:.*]], %[[LO:.*]] {rnd = #nvvm.fp_rnd_mode<rn>, sat = #nvvm.sat_mode<satfinite>} : vector<2xi8>(f8E4M3FN)
+// CHECK: vector.store {{.*}} vector<16xf8E4M3FN>
+// CHECK: scf.for
+// CHECK:   memref.load {{.*}} : memref<1024xf8E5M2>
+// CHECK:   nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E5M2)
+// CHECK:   %[[X:.*]] = arith.mulf
+// CHECK:   %[[PAIR:.*]] = nvvm.convert.f32x2.to.f8x2 %{{.*}}, %[[X]] {{.*}}(f8E5M2)
+// CHECK:   %[[BIG:.*]] = arith.cmpf oge
+// CHECK:   %[[STEP:.*]] = arith.extui %[[BIG]]
+// CHECK:   arith.addi %[[PAIR]], %[[STEP]] : vector<2xi8>
+// CHECK:   memref.store {{.*}} : memref<1024xf8E5M2>
+gpu.module @m {
+  gpu.func @fp8(%a: memref<1024xf8E4M3FN>, %b: memref<1024xf8E5M2>, %s: f32) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    "tile.elementwise"(%a, %a, %s) {op = "mul", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<1024xf8E4M3FN>, memref<1024xf8E4M3FN>, f32) -> ()
+    "tile.elementwise"(%b, %b, %s) {op = "mul", scope = "cta", vector_bytes = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<1024xf8E5M2>, memref<1024xf8E5M2>, f32) -> ()
+    gpu.return
+  }
+}

@@ -163,8 +163,9 @@ class ElementwiseOp(TileOp):
 
     OPERATION_NAME = "tile.elementwise"
     _ODS_REGIONS = (0, True)
-    # dst, then the optional inputs a, b, c (build_generic derives operandSegmentSizes)
-    _ODS_OPERAND_SEGMENTS = [1, 0, 0, 0]  # type: ignore[assignment]
+    # dst, then the optional inputs a, b and the variadic rest c... (build_generic
+    # derives operandSegmentSizes)
+    _ODS_OPERAND_SEGMENTS = [1, 0, 0, -1]  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -177,13 +178,12 @@ class ElementwiseOp(TileOp):
         loc: ir.Location | None = None,
         ip: ir.InsertionPoint | None = None,
     ):
-        if len(inputs) > 3:
-            raise ValueError(f"tile.elementwise takes at most 3 inputs, got {len(inputs)}")
         attributes = _base_attributes(scope, variant)
         attributes["op"] = ir.StringAttr.get(op)
-        # One value or None per segment (dst, a, b, c): build_generic derives
-        # operandSegmentSizes from it.
-        operands = [dst, *inputs, *([None] * (3 - len(inputs)))]
+        # dst, a value or None for a and b, and a list for c and the inputs after it:
+        # build_generic derives operandSegmentSizes from it.
+        first = [*inputs[:2], *([None] * (2 - len(inputs[:2])))]
+        operands = [dst, *first, list(inputs[2:])]
         super().__init__(
             _build(self,
                 results=[], operands=operands, attributes=attributes, loc=loc, ip=ip

@@ -21,7 +21,7 @@ from mlir import ir
 from mlir.dialects import arith, memref
 
 from tile_mlir.layout import TileLayout
-from tile_mlir.lowering.alignment import base_alignment, offset_divisor
+from tile_mlir.lowering.alignment import base_alignment, offset_divisor, stride_divisor
 from tile_mlir.lowering.analysis import DYNAMIC, DYNAMIC_STRIDE, Operand
 from tile_mlir.lowering.buffers import STORAGE_ALIGN, Buffers
 from tile_mlir.lowering.emit import const_index
@@ -56,8 +56,8 @@ class Access:
 
     @property
     def vectorizable(self) -> bool:
-        """i1 vectors are bit-packed in LLVM while i1 memory holds a byte each: no vectors."""
-        return self.operand.dtype.name != "bool"
+        """Every element type is: bools are accessed as bytes (compute.load)."""
+        return True
 
     @property
     def identity(self) -> bool:
@@ -95,8 +95,13 @@ class Access:
             align = math.gcd(base_alignment(self.operand.value, nbytes),
                              offset_divisor(self.operand.value) * nbytes)
         for group in groups[:-1]:
+            if all(self.operand.shape[d] == 1 for d in group):
+                continue  # a dimension of one: its index is always 0
             stride = self._group_stride(group, groups)
-            align = math.gcd(align, nbytes if stride == DYNAMIC_STRIDE else stride * nbytes)
+            if stride == DYNAMIC_STRIDE:
+                stride = 1 if self.layout is not None else \
+                    stride_divisor(self.operand.value, group[-1])
+            align = math.gcd(align, stride * nbytes)
         return max(align // nbytes, 1)
 
     def _group_stride(self, group: tuple[int, ...], groups: Groups) -> int:
@@ -107,6 +112,11 @@ class Access:
 
     def inner_stride(self, groups: Groups) -> int:
         return 1 if self.identity else self.strides[groups[-1][-1]]
+
+    def splat(self, groups: Groups) -> bool:
+        """Broadcast along the innermost dimension (stride 0): one element per row,
+        loaded once and repeated across a vector."""
+        return self.inner_stride(groups) == 0
 
     # ------------------------------------------------------------- emission
 

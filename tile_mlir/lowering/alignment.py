@@ -6,6 +6,9 @@ checks this before each launch); a view's offset and strides then decide
 which widths stay aligned. Dynamic offsets are followed through the
 subviews that made them, with a divisibility analysis of the index math
 (`%bid * 2048` is a multiple of 2048), as Triton does for its pointers.
+Integer kernel arguments may promise a divisor with the argument attribute
+`tile.divisibility = n` (Triton's `tt.divisibility`): the operator library
+passes strides so, and specializes its kernels on what the strides allow.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from mlir import ir
 
 KERNEL_ARG_ALIGN = 16
 """Bytes of alignment assumed for every memref argument of a kernel."""
+
+DIVISIBILITY = "tile.divisibility"
+"""Argument attribute: a number that divides the integer argument's every value."""
 
 _UNBOUNDED = 1 << 62  # the divisor of zero
 _DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
@@ -30,7 +36,9 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
 def divisor(value: ir.Value, depth: int = 0) -> int:
     """A number that provably divides the index value (1 when nothing is known)."""
     op = defining_op(value)
-    if depth > 32 or op is None:
+    if op is None:
+        return argument_divisor(value)
+    if depth > 32:
         return 1
     name = op.name
     if name == "arith.constant":
@@ -53,6 +61,74 @@ def divisor(value: ir.Value, depth: int = 0) -> int:
     return 1
 
 
+def argument_divisor(value: ir.Value) -> int:
+    """The `tile.divisibility` a kernel argument promises (1 when none)."""
+    block = value.owner
+    if not isinstance(block, ir.Block) or block.owner is None:
+        return 1
+    func = block.owner.operation
+    attrs = func.attributes
+    if func.name not in ("gpu.func", "func.func") or "arg_attrs" not in attrs:
+        return 1
+    number = ir.BlockArgument(value).arg_number
+    arg_attrs = ir.ArrayAttr(attrs["arg_attrs"])
+    if number >= len(arg_attrs):
+        return 1
+    entry = ir.DictAttr(arg_attrs[number])
+    if DIVISIBILITY not in entry:
+        return 1
+    return abs(ir.IntegerAttr(entry[DIVISIBILITY]).value) or _UNBOUNDED
+
+
+def _dynamic_operand(op: ir.Operation, segment: int, static_attr: str, dim: int) -> ir.Value:
+    """The SSA operand behind the dynamic entry `dim` of a view op's static offsets,
+    sizes or strides (segment 1, 2 or 3 of its operands)."""
+    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    static = list(ir.DenseI64ArrayAttr(op.attributes[static_attr]))
+    start = sum(segments[:segment]) + sum(1 for s in static[:dim] if s == _DYNAMIC)
+    return op.operands[start]
+
+
+def _kept_dims(op: ir.Operation, source_rank: int, result_rank: int) -> list[int]:
+    """The source dims a (possibly rank-reducing) subview keeps, in order: the dropped
+    dims have size 1, taken from the left. Where several unit dims could be the dropped
+    ones, the choice only renames unit dims, whose stride never moves an address."""
+    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    dropped = source_rank - result_rank
+    kept = []
+    for dim in range(source_rank):
+        if dropped and sizes[dim] == 1:
+            dropped -= 1
+            continue
+        kept.append(dim)
+    return kept
+
+
+def stride_divisor(view: ir.Value, dim: int, depth: int = 0) -> int:
+    """A number of elements that divides the stride of dimension `dim` of a view,
+    following dynamic strides to the values they were made from."""
+    strides, _ = ir.MemRefType(view.type).get_strides_and_offset()
+    if strides[dim] != _DYNAMIC:
+        return abs(strides[dim]) or _UNBOUNDED
+    op = defining_op(view)
+    if depth > 32 or op is None:
+        return 1
+    if op.name == "memref.reinterpret_cast":
+        return divisor(_dynamic_operand(op, 3, "static_strides", dim), depth + 1)
+    if op.name == "memref.cast":
+        return stride_divisor(op.operands[0], dim, depth + 1)
+    if op.name == "memref.subview":
+        source = op.operands[0]
+        source_rank = ir.MemRefType(source.type).rank
+        source_dim = _kept_dims(op, source_rank, len(strides))[dim]
+        steps = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+        step = steps[source_dim]
+        step_divisor = divisor(_dynamic_operand(op, 3, "static_strides", source_dim),
+                               depth + 1) if step == _DYNAMIC else abs(step)
+        return min(stride_divisor(source, source_dim, depth + 1) * step_divisor, _UNBOUNDED)
+    return 1
+
+
 def offset_divisor(view: ir.Value, depth: int = 0) -> int:
     """A number of elements that divides the view's offset from its root buffer."""
     type_ = ir.MemRefType(view.type)
@@ -66,17 +142,18 @@ def offset_divisor(view: ir.Value, depth: int = 0) -> int:
         return offset_divisor(op.operands[0], depth + 1)
     if op.name == "memref.subview":
         return _subview_offset_divisor(op, depth)
+    if op.name == "memref.reinterpret_cast":
+        return divisor(_dynamic_operand(op, 1, "static_offsets", 0), depth + 1)
     return 1
 
 
 def _subview_offset_divisor(op: ir.Operation, depth: int) -> int:
     source = op.operands[0]
-    source_strides, _ = ir.MemRefType(source.type).get_strides_and_offset()
     static_offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
     dynamic = iter(list(op.operands)[1:])  # offsets come first among the index operands
     result = offset_divisor(source, depth + 1)
-    for static, source_stride in zip(static_offsets, source_strides, strict=True):
-        stride = 1 if source_stride == _DYNAMIC else abs(source_stride)
+    for dim, static in enumerate(static_offsets):
+        stride = stride_divisor(source, dim, depth + 1)
         if static == _DYNAMIC:
             term = divisor(next(dynamic), depth + 1) * stride
         else:

@@ -27,6 +27,7 @@ from tile_mlir.lowering.compute import Address, Compute
 from tile_mlir.lowering.emit import const_index, scope_thread_index
 
 MAX_ACCESS_BYTES = 16
+"""The default widest access: Hopper's widest global load and store (ld.global.v4.b32)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Plan:
     view_shape: tuple[int, ...]  # sizes of the view dims (DYNAMIC where unknown)
     vec: int  # elements per access
     why: str  # what set the vector width
+    splat: frozenset[int] = frozenset()  # operands broadcast along the innermost dim
 
 
 def _groups(accesses: list[Access], rank: int) -> Groups:
@@ -52,29 +54,36 @@ def _group_size(shape: tuple[int, ...], group: tuple[int, ...]) -> int:
     return DYNAMIC if DYNAMIC in sizes else math.prod(sizes)
 
 
-def plan(accesses: list[Access], shape: tuple[int, ...]) -> Plan:
-    """Coalesce, then pick the widest vector every operand allows."""
+def plan(accesses: list[Access], shape: tuple[int, ...],
+         vector_bytes: int = MAX_ACCESS_BYTES) -> Plan:
+    """Coalesce, then pick the widest vector every operand allows (up to vector_bytes).
+
+    An operand broadcast along the innermost dimension (stride 0, the bias of a bias
+    add seen from the other side) does not limit the width: each access loads its one
+    element and repeats it. dst is never splat."""
     groups = _groups(accesses, len(shape))
     view_shape = tuple(_group_size(shape, g) for g in groups)
     if not view_shape:
         return Plan(groups, view_shape, 1, "a 0-d tile")
-    vec = MAX_ACCESS_BYTES // max(a.nbytes for a in accesses)
-    why = f"{MAX_ACCESS_BYTES}-byte accesses"
-    for access in accesses:
+    dst = accesses[0].index if accesses else 0
+    splat = frozenset(a.index for a in accesses if a.index != dst and a.splat(groups))
+    vectors = [a for a in accesses if a.index not in splat]
+    vec = max(1, vector_bytes // max(a.nbytes for a in vectors))
+    why = f"{vector_bytes}-byte accesses"
+    for access in vectors:
         if access.inner_stride(groups) != 1:
-            return Plan(groups, view_shape, 1, f"operand {access.index} is strided innermost")
-        if not access.vectorizable:
-            return Plan(groups, view_shape, 1, f"operand {access.index} is bool")
+            return Plan(groups, view_shape, 1, f"operand {access.index} is strided innermost",
+                        splat)
     if view_shape[-1] != DYNAMIC:
         while vec > 1 and vec > view_shape[-1]:
             vec //= 2
             why = f"the innermost run is {view_shape[-1]} elements"
-    for access in accesses:
+    for access in vectors:
         align = access.alignment(groups)
         while vec > 1 and align % vec:
             vec //= 2
             why = f"operand {access.index} is aligned to {align * access.nbytes} bytes"
-    return Plan(groups, view_shape, vec, why)
+    return Plan(groups, view_shape, vec, why, splat)
 
 
 def _size(p: Plan, dim: int, dynamic_source: ir.Value | None) -> ir.Value:
@@ -102,9 +111,27 @@ def delinearize(index: ir.Value, sizes: list[ir.Value]) -> list[ir.Value]:
     return list(reversed(indices))
 
 
-def emit(info: OpInfo, accesses: list[Access], compute: Compute) -> Plan:
-    """Lower the op at the insertion point: the vector rounds, then the scalar tail."""
-    p = plan(accesses, info.dst.shape)
+Item = Callable[[list[ir.Value], ir.Value], Callable[[], None]]
+"""(row indices, index in the row) -> loads issued; calling the result finishes the access."""
+
+
+@dataclass(frozen=True)
+class Walk:
+    """Items k = 0 .. rows * per_row - 1 shared by `threads` threads, this one `tid`."""
+
+    tid: ir.Value
+    threads: int
+    outer: list[ir.Value]  # the row sizes
+    per_row: ir.Value
+
+
+def emit(info: OpInfo, accesses: list[Access], compute: Compute,
+         vector_bytes: int = MAX_ACCESS_BYTES, stage: int = 1) -> Plan:
+    """Lower the op at the insertion point: the vector rounds, then the scalar tail.
+
+    With `stage` > 1, each thread issues the loads of `stage` whole rounds before it
+    computes and stores any of them (register staging: independent loads in flight)."""
+    p = plan(accesses, info.dst.shape, vector_bytes)
     tid = scope_thread_index(info.scope, info.block)
     threads = info.scope_threads
     assert threads is not None
@@ -120,14 +147,24 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute) -> Plan:
     outer = [_size(p, d, plain) for d in range(rank - 1)]
     inner = _size(p, rank - 1, plain)
     vectors = arith.divui(inner, const_index(p.vec)) if p.vec > 1 else inner
-    _rounds(tid, threads, outer, vectors, lambda lead, j: compute.apply(
-        _at(views, [*lead, arith.muli(j, const_index(p.vec)) if p.vec > 1 else j]), p.vec))
+
+    def vector_item(lead: list[ir.Value], j: ir.Value) -> Callable[[], None]:
+        at = _at(views, [*lead, arith.muli(j, const_index(p.vec)) if p.vec > 1 else j])
+        args = compute.load(at, p.vec, p.splat)
+        return lambda: compute.finish(args, at, p.vec)
+
+    _rounds(Walk(tid, threads, outer, vectors), vector_item, max(stage, 1))
     static_inner = p.view_shape[-1]
     if p.vec > 1 and (static_inner == DYNAMIC or static_inner % p.vec):
         tail = arith.remui(inner, const_index(p.vec))
         start = arith.subi(inner, tail)
-        _rounds(tid, threads, outer, tail, lambda lead, j: compute.apply(
-            _at(views, [*lead, arith.addi(start, j)]), 1))
+
+        def scalar_item(lead: list[ir.Value], j: ir.Value) -> Callable[[], None]:
+            at = _at(views, [*lead, arith.addi(start, j)])
+            args = compute.load(at, 1, p.splat)
+            return lambda: compute.finish(args, at, 1)
+
+        _rounds(Walk(tid, threads, outer, tail), scalar_item, 1)
     return p
 
 
@@ -135,45 +172,74 @@ def _at(views: dict[int, View], indices: list[ir.Value]) -> dict[int, Address]:
     return {i: (v.buffer, v.indices(indices)) for i, v in views.items()}
 
 
-def _rounds(tid: ir.Value, threads: int, outer: list[ir.Value], per_row: ir.Value,
-            body: Callable[[list[ir.Value], ir.Value], None]) -> None:
-    """Items k = 0 .. rows * per_row - 1 spread over the threads; body(row indices,
-    k % per_row) for each."""
-    total = arith.muli(_product(outer), per_row)
-    for_each_item(tid, total, threads, lambda k: _item(k, outer, per_row, body))
+def _rounds(walk: Walk, item: Item, stage: int) -> None:
+    """Items k = 0 .. rows * per_row - 1 spread over the threads: item(row indices,
+    k % per_row) for each, the loads of `stage` rounds at a time."""
+    total = arith.muli(_product(walk.outer), walk.per_row)
+    for_each_item(walk.tid, total, walk.threads, lambda k: _item(walk, k, item), stage)
 
 
-def for_each_item(tid: ir.Value, total: ir.Value, threads: int,
-                  body: Callable[[ir.Value], None]) -> None:
+Step = Callable[[ir.Value], Callable[[], None] | None]
+"""body(k): does item k, or issues its loads and returns what finishes it."""
+
+
+def for_each_item(tid: ir.Value, total: ir.Value, threads: int, body: Step,
+                  stage: int = 1) -> None:
     """body(k) for k = tid, tid + threads, ... < total. With a static total: `full`
-    rounds with no bound check (one round folds away), then the last partial round
-    under `tid < rest`; otherwise a strided loop."""
+    rounds with no bound check, `stage` at a time (a body that returns what finishes
+    its item is finished after the group's other bodies ran: their loads first; one
+    round or one group is straight-line code), then the last partial round under
+    `tid < rest`; otherwise a strided loop."""
     count = _static(total)
     if count is None:
         loop = scf.ForOp(tid, total, const_index(threads))
         with ir.InsertionPoint(loop.body):
-            body(loop.induction_variable)
+            _finish(body(loop.induction_variable))
             scf.YieldOp([])
         return
     full, rest = divmod(count, threads)
-    if full:
-        loop = scf.ForOp(const_index(0), const_index(full), const_index(1))
-        with ir.InsertionPoint(loop.body):
-            body(arith.addi(arith.muli(loop.induction_variable, const_index(threads)), tid))
-            scf.YieldOp([])
+    _full_rounds(tid, threads, body, full, min(stage, full) or 1)
     if rest:
         last = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, tid, const_index(rest)))
         with ir.InsertionPoint(last.then_block):
-            body(arith.addi(const_index(full * threads), tid))
+            _finish(body(arith.addi(const_index(full * threads), tid)))
             scf.YieldOp([])
 
 
-def _item(k: ir.Value, outer: list[ir.Value], per_row: ir.Value,
-          body: Callable[[list[ir.Value], ir.Value], None]) -> None:
-    if not outer:
-        body([], k)
-        return
-    body(delinearize(arith.divui(k, per_row), outer), arith.remui(k, per_row))
+def _finish(pending: Callable[[], None] | None) -> None:
+    if pending is not None:
+        pending()
+
+
+def _full_rounds(tid: ir.Value, threads: int, body: Step, full: int, stage: int) -> None:
+    """Rounds 0 .. full - 1 in groups of `stage`: a loop over the groups (none when there
+    is one), each group's bodies run before any of them is finished."""
+    groups, leftover = divmod(full, stage)
+
+    def group(first: ir.Value, size: int) -> None:
+        pending = []
+        for r in range(size):
+            round_ = arith.addi(first, const_index(r)) if r else first
+            pending.append(body(arith.addi(arith.muli(round_, const_index(threads)), tid)))
+        for finish in pending:
+            _finish(finish)
+
+    if groups == 1:
+        group(const_index(0), stage)
+    elif groups > 1:
+        loop = scf.ForOp(const_index(0), const_index(groups * stage), const_index(stage))
+        with ir.InsertionPoint(loop.body):
+            group(loop.induction_variable, stage)
+            scf.YieldOp([])
+    if leftover:
+        group(const_index(groups * stage), leftover)
+
+
+def _item(walk: Walk, k: ir.Value, item: Item) -> Callable[[], None]:
+    if not walk.outer:
+        return item([], k)
+    return item(delinearize(arith.divui(k, walk.per_row), walk.outer),
+                arith.remui(k, walk.per_row))
 
 
 def _static(value: ir.Value) -> int | None:

@@ -1,6 +1,32 @@
-"""The operator library: ops on torch tensors, CuPy arrays and NumPy arrays, made of
-tile programs compiled through the tile passes (and cached)."""
+"""tile_mlir.ops: the operator library, on torch tensors, CuPy arrays and NumPy arrays,
+every op made of tile programs compiled through the tile passes (and cached).
 
+    import torch, tile_mlir.ops as ops
+    x = torch.randn(16, 4096, 4096, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    y = ops.add(x, bias)                       # broadcast by strides, never copied
+    m = ops.gt(x, 0.5)                         # bool, as torch.gt
+    z = ops.where(m, x, 0.0, out=torch.empty_like(x))
+    s = ops.sum(x, dim=-1)                     # reductions (ops/reductions.py)
+
+The elementwise ops are seed 004's family: each is a row of the registry
+(tile_mlir.op_table) and runs as a tile program generated for it
+(ops/program.py); `python -m tile_mlir.ops --list` prints them. Results follow
+torch: type promotion, broadcasting, NaN and Inf behaviour, and the rounding of
+each op (see docs/ops.md for the exceptions).
+"""
+
+from __future__ import annotations
+
+from tile_mlir import op_table
+from tile_mlir.ops.functions import *  # noqa: F403 - the elementwise functions
+from tile_mlir.ops.functions import __all__ as _functions
 from tile_mlir.ops.reductions import amax, amin, mean, prod, sum  # noqa: A004 - torch's names
 
-__all__ = ["amax", "amin", "mean", "prod", "sum"]
+
+def list_ops() -> list[op_table.EwOp]:
+    """The library's elementwise ops (registry rows), family by family."""
+    return op_table.public_ops()
+
+
+__all__ = [*_functions, "amax", "amin", "list_ops", "mean", "prod", "sum"]  # noqa: PLE0604

@@ -11,6 +11,7 @@ if there is any.
 from __future__ import annotations
 
 import difflib
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from mlir import ir
 
 from tile_mlir import lowering, op_table
 from tile_mlir.dialects import tile
+from tile_mlir.dtypes import DTYPES, KIND_ORDER, promote_types
 from tile_mlir.layout import LayoutError
 from tile_mlir.lowering.analysis import (
     DYNAMIC,
@@ -35,7 +37,8 @@ from tile_mlir.passes import TilePass, op_error, tile_ops
 
 ATTRIBUTES = {
     "tile.copy": ("scope", "variant"),
-    "tile.elementwise": ("op", "scope", "variant", "operandSegmentSizes"),
+    "tile.elementwise": ("op", "scope", "variant", "operandSegmentSizes", "vector_bytes",
+                         "stage"),
     "tile.reduce": ("kind", "scope", "axes", "accum", "scale", "variant"),
     "tile.alloc": ("layout",),
 }
@@ -129,33 +132,76 @@ def check_elementwise(info: OpInfo) -> list[str]:
     if row is None:
         known = sorted([*op_table.ELEMENTWISE, *op_table.ALIASES])
         return [f"has unknown op '{op.op_name}'{_suggest(op.op_name, known)}"]
-    segments = list(ir.DenseI32ArrayAttr(op.operation.attributes["operandSegmentSizes"]))
-    if segments[1:] != sorted(segments[1:], reverse=True):
-        return ["must fill its input slots in order (a, then b, then c)"]
+    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    if any(later and not earlier for earlier, later in itertools.pairwise(segments[1:])):
+        return ["must fill its input slots in order (a, then b, then c and any more)"]
     inputs = info.sources
     if len(inputs) != row.arity:
         return [f"'{row.name}' takes {row.arity} input(s), got {len(inputs)}"]
-    dst = info.dst
-    allowed = ("bool",) if row.out == "bool" else row.dtypes
-    errors = [] if dst.dtype.name in allowed else [
-        f"'{row.name}' cannot produce {dst.dtype.name} (element types: {', '.join(allowed)})"]
-    return errors + [e for n, operand in enumerate(inputs)
-                     if (e := _check_input(row, n, operand, dst))]
+    errors = _check_options(info)
+    for n, operand in enumerate(inputs):
+        error = _check_input(row, n, operand, info.dst)
+        if error:
+            errors.append(error)
+    return errors or _check_types(row, info)
+
+
+_OPTION_RANGES = {"vector_bytes": (1, 64), "stage": (1, 64)}
+
+
+def _check_options(info: OpInfo) -> list[str]:
+    """The lowering options (elementwise/gmem): small positive integers."""
+    errors = []
+    for name, (low, high) in _OPTION_RANGES.items():
+        attr = info.attr(name)
+        if attr is None:
+            continue
+        value = ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+        if value is None or not low <= value <= high:
+            errors.append(f"needs '{name}' as an integer in [{low}, {high}], got {attr}")
+    return errors
+
+
+def _check_types(row: op_table.EwOp, info: OpInfo) -> list[str]:
+    """dst's type fits the row's output rule, and the inputs promote to a type the op
+    is defined on (op_table's promotion: integers into floats, narrow into wide; a
+    scalar, like torch's Python numbers, only needs a kind no higher than dst's)."""
+    dst = info.dst.dtype.name
+    inputs = [o.dtype.name for o in info.sources]
+    if row.out == "bool":
+        if dst != "bool":
+            return [f"'{row.name}' produces bool, not {dst}"]
+        promoted = row.promoted(inputs, dst)
+        if promoted not in row.dtypes:
+            return [f"'{row.name}' is not defined on {promoted} (element types: "
+                    f"{', '.join(row.dtypes)})"]
+        return []
+    if row.out in ("same", "float") and dst not in row.dtypes:
+        return [f"'{row.name}' cannot produce {dst} (element types: {', '.join(row.dtypes)})"]
+    return [e for n, operand in enumerate(info.sources)
+            if n not in row.keep and row.out != "any" and (e := _promotes(n, operand, dst))]
+
+
+def _promotes(n: int, operand: Operand, dst: str) -> str:
+    """Why input n does not promote into dst ("" when it does)."""
+    name = operand.dtype.name
+    if not operand.is_memref:
+        if KIND_ORDER.index(operand.dtype.kind) > KIND_ORDER.index(DTYPES[dst].kind):
+            return f"scalar input {n} of type {name} does not match the {dst} tile"
+        return ""
+    if promote_types(name, dst) != dst:
+        return f"input {n} has element type {name}, which does not promote to dst's {dst}"
+    return ""
 
 
 def _check_input(row: op_table.EwOp, n: int, operand: Operand, dst: Operand) -> str:
     """What is wrong with input n of an elementwise op ("" when nothing)."""
     if not operand.is_memref:
-        if operand.dtype.kind != dst.dtype.kind:
-            return (f"scalar input {n} of type {operand.dtype.name} does not match "
-                    f"the {dst.dtype.name} tile")
         return ""
     if n in row.scalar_only:
         return f"input {n} of '{row.name}' must be a scalar"
     if operand.shape != dst.shape:
         return f"input {n} has shape {_shape(operand.shape)}, but dst has shape {_shape(dst.shape)}"
-    if row.out == "same" and operand.dtype.name != dst.dtype.name:
-        return f"input {n} has element type {operand.dtype.name}, but dst has {dst.dtype.name}"
     return ""
 
 

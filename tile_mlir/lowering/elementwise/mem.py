@@ -13,7 +13,7 @@ from tile_mlir.lowering.access import Access
 from tile_mlir.lowering.analysis import OpInfo
 from tile_mlir.lowering.compute import Compute
 from tile_mlir.lowering.predicates import (
-    FLOAT_COMPUTE,
+    MEMORY_DTYPES,
     all_in,
     element_types,
     first_failure,
@@ -23,7 +23,7 @@ from tile_mlir.lowering.predicates import (
 
 def check(info: OpInfo) -> Verdict:
     return first_failure(all_in(info, ("global", "shared")), scope_known(info),
-                         element_types(info, FLOAT_COMPUTE))
+                         element_types(info, MEMORY_DTYPES))
 
 
 def lower(info: OpInfo) -> None:

@@ -1,0 +1,294 @@
+"""Cases, inputs, expectations and error measures for the operator library's ops.
+
+Shared by the null tier (tests/test_ops_emulated.py, on the pretend device),
+the gpu tier (tests/test_ops_gpu.py, against torch or NumPy) and the accuracy
+table (tests/ops_accuracy.py). Inputs mix random values from each op's domain
+with the special values (NaN, +-Inf, +-0, the extremes of the dtype) at
+random places; expectations come from the registry's NumPy references, which
+follow torch, evaluated in the op's compute type and rounded as the kernel
+rounds (fp8 e4m3fn saturating, e5m2 keeping Inf).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tile_mlir import op_table
+from tile_mlir.dtypes import DTYPES, max_value, opmath
+
+TOLERANCE = {"f32": 1e-5, "f16": 1e-3, "bf16": 1.6e-2}
+"""Relative error allowed of the inexact ops (the issue's bounds); fp8 is held to one
+ulp of its format, and every type accepts one ulp of itself."""
+
+CARRIERS_BY_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+"""Unsigned integers of each size: the bytes of any dtype, for NumPy tools that need them."""
+
+SIGNED_ZERO_FREE = ("maximum", "minimum", "clamp")
+"""Ops whose zero's sign torch leaves to the hardware's max/min: not compared."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One op on one dtype: the shape of every input (None: a Python scalar)."""
+
+    op: str
+    dtype: str
+    shapes: tuple[tuple[int, ...] | None, ...]
+
+    @property
+    def row(self) -> op_table.EwOp:
+        return op_table.ELEMENTWISE[self.op]
+
+    @property
+    def id(self) -> str:
+        shapes = ",".join("s" if s is None else "x".join(map(str, s)) for s in self.shapes)
+        return f"{self.op}-{self.dtype}-{shapes}"
+
+    @property
+    def result(self) -> str:
+        if self.row.out == "bool":
+            return "bool"
+        if self.row.out == "float" and not DTYPES[self.dtype].is_float:
+            return "f32"
+        return self.dtype
+
+    @property
+    def compute(self) -> str:
+        return opmath(self.dtype)
+
+
+def scalar_inputs(op: str) -> tuple[int, ...]:
+    """Inputs that must be Python numbers: nan_to_num's replacements, masked_fill's value."""
+    return {"nan_to_num": (1, 2, 3), "masked_fill": (2,)}.get(op, ())
+
+
+NUMBER_POSITIONS = {"lerp": (2,), "clamp": (1, 2)}
+"""Where a Python number goes in the scalar variant of an op (torch takes lerp's weight
+as a number, clamp's bounds both or neither); the second input elsewhere."""
+
+
+def standard_cases(op: str, dtype: str, shape: tuple[int, ...] = (5, 1237)) -> list[Case]:
+    """Every input an array of `shape`; for two-input ops also a broadcast second input
+    (its last dim only) and a variant with Python numbers (NUMBER_POSITIONS)."""
+    row = op_table.ELEMENTWISE[op]
+    shapes = [None if i in scalar_inputs(op) else shape for i in range(row.arity)]
+    cases = [Case(op, dtype, tuple(shapes))]
+    if row.arity >= 2 and 1 not in scalar_inputs(op) and 1 not in row.keep:
+        cases.append(Case(op, dtype, (shape, shape[-1:], *shapes[2:])))
+        numbers = NUMBER_POSITIONS.get(op, (1,))
+        cases.append(Case(op, dtype, tuple(None if n in numbers else s
+                                           for n, s in enumerate(shapes))))
+    return cases
+
+
+# ------------------------------------------------------------------ inputs
+
+
+def _float_domain(op: str, position: int, rng: np.random.Generator, shape: tuple[int, ...]
+                  ) -> np.ndarray:
+    uniform = rng.uniform
+    if op in ("exp", "expm1"):
+        return uniform(-10, 10, shape)
+    if op in ("log", "sqrt", "rsqrt", "log1p") or (op == "pow" and position == 0):
+        return uniform(0.01, 50, shape)
+    if op == "pow":
+        return uniform(-3, 3, shape)
+    if op in ("sin", "cos"):
+        return uniform(-20, 20, shape)
+    if op == "lerp" and position == 2:
+        return uniform(-0.5, 1.5, shape)
+    if (op in ("div", "remainder", "floor_divide", "reciprocal") and position == 1) or \
+            op == "reciprocal":
+        return np.where(rng.random(shape) < 0.5, -1, 1) * uniform(0.25, 8, shape)
+    return rng.standard_normal(shape) * 4
+
+
+def _int_domain(op: str, position: int, dtype: str, rng: np.random.Generator,
+                shape: tuple[int, ...]) -> np.ndarray:
+    if op.startswith("bitwise"):
+        info = np.iinfo(DTYPES[dtype].np_dtype())
+        return rng.integers(info.min, info.max, shape, dtype=DTYPES[dtype].np_dtype())
+    if op == "pow":
+        return rng.integers(-2, 9, shape) if position else rng.integers(-5, 6, shape)
+    values = rng.integers(-1000, 1001, shape)
+    if op in ("remainder", "floor_divide") and position == 1:
+        values = np.where(values == 0, 7, values)
+    return values
+
+
+def _specials(dtype: str) -> np.ndarray:
+    big = float(max_value(dtype))
+    return np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, big, -big,
+                     3.0, 2.0, -0.5])
+
+
+def array(case: Case, position: int, rng: np.random.Generator) -> np.ndarray:
+    """Input `position` of a case, in its storage dtype (specials in about 1 in 16)."""
+    shape = case.shapes[position]
+    assert shape is not None
+    if position in case.row.keep:
+        return rng.random(shape) < 0.5
+    dtype = case.dtype
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if not DTYPES[dtype].is_float:
+        return _int_domain(case.op, position, dtype, rng, shape).astype(
+            DTYPES[dtype].np_dtype())
+    values = _float_domain(case.op, position, rng, shape)
+    special = rng.random(shape) < 1 / 16
+    values = np.where(special, rng.choice(_specials(dtype), shape), values)
+    return _round(values, dtype)
+
+
+def scalar(case: Case, position: int, rng: np.random.Generator) -> bool | int | float:
+    """Input `position` as a Python number (the second of two, or a replacement)."""
+    if case.op == "nan_to_num":
+        value = [0.25, 7.5, -3.0][position - 1]
+        return value if DTYPES[case.dtype].is_float else int(value)
+    if case.op == "pow":  # torch's special exponents, and one that is not
+        if not DTYPES[case.dtype].is_float:
+            return int(rng.choice([0, 1, 2, 3]))  # negative ones are refused, as by torch
+        return float(rng.choice([2.0, 3.0, -2.0, 0.5, -0.5, -1.0, 1.7]))
+    if case.dtype == "bool":
+        return bool(rng.random() < 0.5)
+    if not DTYPES[case.dtype].is_float:
+        return int(_int_domain(case.op, position, case.dtype, rng, (1,))[0])
+    return float(_float_domain(case.op, position, rng, (1,))[0])
+
+
+def inputs(case: Case, rng: np.random.Generator) -> list[Any]:
+    return [scalar(case, n, rng) if shape is None else array(case, n, rng)
+            for n, shape in enumerate(case.shapes)]
+
+
+# ------------------------------------------------------------ expectations
+
+
+def _round(values: np.ndarray, dtype: str) -> np.ndarray:
+    """float values rounded to dtype as the kernels round: e4m3fn saturates (NaN kept)."""
+    if dtype == "f8e4m3":
+        values = np.where(np.isnan(values), values, np.clip(values, -448.0, 448.0))
+    with np.errstate(all="ignore"):
+        return np.asarray(values).astype(DTYPES[dtype].np_dtype())
+
+
+def _to_compute(value: Any, dtype: str) -> Any:
+    return np.asarray(value).astype(DTYPES[dtype].np_dtype())
+
+
+_POWERS = {0.5: "sqrt", -0.5: "rsqrt", -1.0: "reciprocal"}
+
+
+def _api_form(case: Case, args: list[Any], converted: list[Any], compute: str) -> Any:
+    """The reference of what the library (as torch) runs for the call: a division by a
+    number multiplies by its reciprocal (double, then the compute type); pow by a number
+    is sqrt, rsqrt or reciprocal for 0.5, -0.5, -1, and multiplies out 2, 3, -2."""
+    if case.op == "div" and case.shapes[1] is None:
+        inverse = np.float64(1.0) / np.float64(args[1])
+        return converted[0] * _to_compute(inverse, compute)
+    if case.op == "pow" and case.shapes[1] is None and case.shapes[0] is not None:
+        special = _POWERS.get(float(args[1])) if DTYPES[case.dtype].is_float else None
+        name = special or "pow_scalar"
+        operands = converted[:1] if special else converted
+        return op_table.ELEMENTWISE[name].ref(*operands)
+    return case.row.ref(*converted)
+
+
+def expected(case: Case, args: list[Any]) -> np.ndarray:
+    """The result torch defines, from the registry's reference in the compute type."""
+    row = case.row
+    compute = opmath(case.result if row.out != "bool" else case.dtype)
+    converted = [np.asarray(a) if n in row.keep else _to_compute(a, compute)
+                 for n, a in enumerate(args)]
+    with np.errstate(all="ignore"):
+        result = np.asarray(_api_form(case, args, converted, compute))
+    shape = np.broadcast_shapes(*[np.shape(a) for a in args])
+    result = np.broadcast_to(result, shape)
+    if case.result == "bool" or not DTYPES[case.result].is_float:
+        return result.astype(DTYPES[case.result].np_dtype())
+    return _round(result.astype(np.float64), case.result)
+
+
+# ------------------------------------------------------------------ errors
+
+
+@dataclass(frozen=True)
+class Report:
+    """How a result compares with its expectation."""
+
+    ok: bool
+    max_rel: float  # over finite elements
+    max_ulp: int
+    detail: str
+
+
+def _ordered(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Floats as integers that count ulps (the sign folded so that order is kept)."""
+    np_type = DTYPES[dtype].np_dtype()
+    bits = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[np_type.itemsize]
+    ints = np.ascontiguousarray(x.astype(np_type)).view(bits).astype(np.int64)
+    sign = np.int64(1) << (8 * np_type.itemsize - 1)
+    return np.where(ints < 0, -(ints & (sign - 1)), ints)
+
+
+def compare(case: Case, got: np.ndarray, want: np.ndarray) -> Report:
+    """Exact ops bit for bit (NaN for NaN); others within the dtype's tolerance or one
+    ulp; NaN and Inf where expected, in either case."""
+    dtype = case.result
+    if dtype == "bool" or not DTYPES[dtype].is_float:
+        wrong = np.flatnonzero(got != want)
+        detail = "" if not wrong.size else \
+            f"{wrong.size} differ, first at {wrong[0]}: {got.flat[wrong[0]]} != {want.flat[wrong[0]]}"
+        return Report(not wrong.size, 0.0, int(bool(wrong.size)), detail)
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    nan_mismatch = np.isnan(g) != np.isnan(w)
+    inf_mismatch = (np.isinf(g) | np.isinf(w)) & ~(g == w)
+    finite = np.isfinite(g) & np.isfinite(w)
+    with np.errstate(all="ignore"):
+        tiny = float(np.finfo(np.float32).tiny) if dtype == "f32" else 2.0 ** -14
+        rel = np.where(finite, np.abs(g - w) / np.maximum(np.abs(w), tiny), 0.0)
+    ulp = np.where(finite, np.abs(_ordered(got, dtype) - _ordered(want, dtype)), 0)
+    if case.op in SIGNED_ZERO_FREE:
+        ulp = np.where((g == 0) & (w == 0), 0, ulp)
+    max_rel = float(rel.max()) if rel.size else 0.0
+    max_ulp = int(ulp.max()) if ulp.size else 0
+    if case.row.exact:
+        bad = nan_mismatch | inf_mismatch | (ulp > 0)
+    else:
+        bad = nan_mismatch | inf_mismatch | ((rel > TOLERANCE.get(dtype, 0.0)) & (ulp > 1))
+    detail = ""
+    if bad.any():
+        at = int(np.flatnonzero(bad)[0])
+        detail = (f"{int(bad.sum())} of {bad.size} out of bounds; first at {at}: got "
+                  f"{got.flat[at]!r}, want {want.flat[at]!r}")
+    return Report(not bad.any(), max_rel, max_ulp, detail)
+
+
+# --------------------------------------------------------------- signatures
+
+
+def prepared(case: Case, rng: np.random.Generator | None = None) -> Any:
+    """The launch the library prepares for a case (dispatch.Prepared), from made-up
+    arrays: the kernel's signature, arguments and grid, with no memory behind them."""
+    from tile_mlir.ops import dispatch, layout
+    from tile_mlir.ops._runtime import ArrayRef
+
+    rng = rng or np.random.default_rng(0)
+    args = []
+    for n, shape in enumerate(case.shapes):
+        if shape is None:
+            args.append(dispatch.Arg(f"x{n}", scalar(case, n, rng), promotes=False))
+            continue
+        dtype = "bool" if n in case.row.keep else case.dtype
+        ref = ArrayRef(None, "cai", dtype, shape, layout.contiguous_strides(shape),
+                       (n + 1) << 32, 0)
+        args.append(dispatch.Arg(f"x{n}", ref, promotes=n not in case.row.keep))
+    call = dispatch.resolve(case.op, args)
+    out = dispatch.Bound(call.result, layout.contiguous_strides(call.shape), 1 << 40)
+    inputs = [dispatch.Bound(o.dtype, layout.expand_strides(o.shape, o.strides, call.shape),
+                             o.pointer) if isinstance(o, ArrayRef) else o
+              for o in call.operands]
+    return dispatch.prepare(call, out, inputs, None)

@@ -1,0 +1,116 @@
+"""gpu tier: every op x dtype of tile_mlir.ops on the GPU, against torch (or NumPy).
+
+On fresh random inputs with NaN, +-Inf, +-0 and the dtype's extremes mixed in,
+over shapes that cover the kernels' ways of cutting work: empty, one element,
+odd lengths (vector tails), a broadcast last dimension and a scalar operand,
+seed 004's broadcast patterns, a transposed input, and one array past 2^31
+bytes and one past 2^31 elements. Outputs are poisoned (NaN, or 0x5A bytes)
+before each run and written through `out=`, so an unwritten element shows.
+Exact ops must equal torch bit for bit (NaN for NaN; the sign of a zero from
+maximum/minimum/clamp aside); the others stay within fp32 1e-5, fp16 1e-3,
+bf16 1.6e-2 relative, or one ulp of their format (fp8: one ulp).
+
+Run on the GPU machine from the repository root:
+    source .stage/mlir/env.sh && python3 -m pytest -m gpu tests/test_ops_gpu.py
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from ops_torch import HAVE_TORCH, cases, run, torch_module, warm_cache
+
+from tile_mlir import op_table, ops
+
+pytestmark = pytest.mark.gpu
+
+OPS_AND_DTYPES = [(row.name, dtype) for row in op_table.public_ops() for dtype in row.dtypes]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm_kernel_cache() -> None:
+    """Every case's kernel compiled up front on all cores (into the runtime's cache)."""
+    count = warm_cache([case for op, dtype in OPS_AND_DTYPES for case in cases(op, dtype)])
+    print(f"compiled {count} kernels ahead")
+
+
+@pytest.mark.parametrize(("op", "dtype"), OPS_AND_DTYPES, ids=[f"{o}-{d}" for o, d in OPS_AND_DTYPES])
+def test_op(op: str, dtype: str, rng: np.random.Generator) -> None:
+    failed = [case.id for case in cases(op, dtype) if not run(case, rng).ok]
+    assert not failed, f"failed: {failed}"
+
+
+def _torch() -> Any:
+    if not HAVE_TORCH:
+        pytest.skip("needs torch")
+    return torch_module()
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "maximum", "exp", "neg", "lt"])
+def test_transposed_and_sliced_inputs(op: str) -> None:
+    torch = _torch()
+    x = torch.randn(37, 45, device="cuda")
+    y = torch.randn(90, 37, device="cuda")[::2].t()  # strided and transposed
+    row = op_table.ELEMENTWISE[op]
+    args = [x.t().contiguous().t(), y][:row.arity]
+    want = getattr(torch, op)(*args)
+    got = getattr(ops, op)(*args)
+    assert got.dtype == want.dtype
+    if row.exact:
+        assert torch.equal(got, want)
+    else:
+        assert torch.allclose(got, want, rtol=1e-5, equal_nan=True)
+
+
+def test_past_2_to_the_31_bytes() -> None:
+    """f32 add over 2^29 + 5 elements (2 GiB per array, 32-bit element indices)."""
+    torch = _torch()
+    n = (1 << 29) + 5
+    x = torch.randn(n, device="cuda")
+    y = torch.randn(n, device="cuda")
+    got = ops.add(x, y)
+    assert torch.equal(got, x + y)
+    del got, x, y
+    torch.cuda.empty_cache()
+
+
+def test_past_2_to_the_31_elements() -> None:
+    """fp8 neg over 2^31 + 37 elements: 64-bit indices; neg flips the sign bit."""
+    torch = _torch()
+    n = (1 << 31) + 37
+    bits = torch.randint(0, 256, (n,), dtype=torch.uint8, device="cuda")
+    nan = ((bits & 0x7C) == 0x7C) & ((bits & 0x03) != 0)
+    bits[nan] = 0  # NaN patterns come back as the canonical NaN, whatever their sign
+    got = ops.neg(bits.view(torch.float8_e5m2))
+    assert torch.equal(got.view(torch.uint8), bits ^ 0x80)
+    del got, bits
+    torch.cuda.empty_cache()
+
+
+def test_launches_on_the_current_stream() -> None:
+    torch = _torch()
+    stream = torch.cuda.Stream()
+    x = torch.randn(1 << 22, device="cuda")
+    with torch.cuda.stream(stream):
+        y = ops.exp(x)
+        z = ops.mul(y, 2.0)
+    stream.synchronize()
+    assert torch.allclose(z, torch.exp(x) * 2, rtol=1e-5)
+
+
+def test_cupy_arrays() -> None:
+    cupy = pytest.importorskip("cupy")
+    x = cupy.random.standard_normal((1000, 33), dtype=cupy.float32)
+    y = cupy.random.standard_normal((33,), dtype=cupy.float32)
+    got = ops.add(x, y)
+    assert isinstance(got, cupy.ndarray)
+    cupy.testing.assert_array_equal(got, x + y)
+
+
+def test_numpy_arrays() -> None:
+    x = np.random.default_rng(0).standard_normal((100, 7)).astype(np.float32)
+    got = ops.maximum(x, 0.0)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_array_equal(got, np.maximum(x, np.float32(0)))

@@ -1,0 +1,216 @@
+"""The elementwise op registry: one row per op, read by the verifier, the lowering
+variants, the operator library (tile_mlir.ops) and the tests.
+
+A row says how many inputs the op takes, which element types it is defined
+on, what it produces, how to build its body in MLIR (on scalars or vectors of
+the compute type, bodies.py) and its NumPy reference with PyTorch's semantics
+(refs.py). `tile.elementwise {op = name}` names a row.
+
+Element types. The inputs of an op are promoted as torch promotes them
+(bool < integers < floats, the wider within a kind; dtypes.promote_types)
+together with dst, except the inputs a row keeps in their own type (where's
+condition, masked_fill's mask), and the op computes in the promoted type's
+opmath type: f16, bf16 and the fp8 formats compute in f32 (unless the row is
+exact in the narrow type and every operand has it: `native`), everything else
+in itself. The result is converted to dst's type.
+
+Output rules: "same" (dst has the promoted type), "float" (as "same", but
+integer and bool inputs promote to f32: exp, div), "bool" (a predicate), and
+"any" (the cast row: dst is any type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import reduce
+
+import numpy as np
+
+from tile_mlir.dtypes import DTYPES, FLOATS, HALVES, INTS, LIBRARY_FLOATS, opmath, promote_types
+from tile_mlir.op_table import bodies as b
+from tile_mlir.op_table import refs as r
+from tile_mlir.op_table.bodies import Body
+from tile_mlir.op_table.refs import Reference
+
+F = LIBRARY_FLOATS  # f32, f16, bf16, f8e4m3, f8e5m2
+FI = F + INTS
+FIB = (*FI, "bool")
+IB = (*INTS, "bool")
+
+FAMILIES = ("unary_math", "binary_arith", "comparison", "bitwise", "logical", "special")
+"""The operator library's families (seed 004's part 1); other rows are the compiler's
+primitives (fill, copy, fma...) and the library's internal helpers."""
+
+
+@dataclass(frozen=True)
+class EwOp:
+    name: str
+    arity: int
+    body: Body
+    ref: Reference
+    dtypes: tuple[str, ...] = FLOATS  # the types the op is defined on (its results')
+    out: str = "same"  # "same", "float", "bool" or "any" (see the module docstring)
+    family: str = "primitive"
+    native: tuple[str, ...] = ()  # narrow types the body may run on directly
+    keep: tuple[int, ...] = ()  # inputs kept in their own type (tested for truth)
+    scalar_only: tuple[int, ...] = ()  # inputs that must be scalars (fill's value)
+    exact: bool = False  # exact or correctly rounded: bit for bit torch's result
+
+    def promoted(self, inputs: Sequence[str], dst: str) -> str:
+        """The type the inputs (and dst, unless a predicate) promote to."""
+        data = [d for i, d in enumerate(inputs) if i not in self.keep]
+        if self.out in ("same", "float"):
+            data.append(dst)
+        common = reduce(promote_types, data) if data else dst
+        if self.out == "float" and DTYPES[common].kind != "float":
+            return "f32"
+        return common
+
+    def compute_dtype(self, inputs: Sequence[str], dst: str) -> str:
+        """The element type the body runs on, for these input and dst types."""
+        common = self.promoted(inputs, dst)
+        data = [d for i, d in enumerate(inputs) if i not in self.keep] + [dst]
+        if common in self.native and all(d == common for d in data):
+            return common
+        return opmath(common)
+
+    @property
+    def public(self) -> bool:
+        """One of the operator library's ops (tile_mlir.ops lists these)."""
+        return self.family in FAMILIES
+
+
+def _unary_float(name: str, body: Body, ref: Reference, exact: bool = False) -> EwOp:
+    return EwOp(name, 1, body, ref, F, "float", "unary_math", exact=exact)
+
+
+def _unary(name: str, body: Body, ref: Reference, native: tuple[str, ...] = ()) -> EwOp:
+    return EwOp(name, 1, body, ref, FI, "same", "unary_math", native, exact=True)
+
+
+def _binary(name: str, body: Body, ref: Reference, *, dtypes: tuple[str, ...] = FI,
+            native: tuple[str, ...] = (), exact: bool = True) -> EwOp:
+    return EwOp(name, 2, body, ref, dtypes, "same", "binary_arith", native, exact=exact)
+
+
+def _compare(name: str) -> EwOp:
+    return EwOp(name, 2, b.comparison(name), getattr(r, name), FIB, "bool", "comparison",
+                exact=True)
+
+
+def _bitwise(name: str, arity: int, body: Body) -> EwOp:
+    return EwOp(name, arity, body, getattr(r, name), IB, "same", "bitwise", exact=True)
+
+
+def _logical(name: str, arity: int, body: Body) -> EwOp:
+    return EwOp(name, arity, body, getattr(r, name), FIB, "bool", "logical", exact=True)
+
+
+def _predicate(name: str) -> EwOp:
+    return EwOp(name, 1, b.classify(name), getattr(r, name), FIB, "bool", "special",
+                exact=True)
+
+
+_ROWS = (
+    # unary_math: float functions (integer inputs compute in f32), then the ops
+    # exact on every type
+    _unary_float("exp", b.math_op("exp"), r.exp),
+    _unary_float("log", b.math_op("log"), r.log),
+    _unary_float("sqrt", b.sqrt, r.sqrt, exact=True),
+    _unary_float("rsqrt", b.math_op("rsqrt"), r.rsqrt),
+    _unary("abs", b.abs_, r.abs_, native=HALVES),
+    _unary("neg", b.neg, r.neg, native=HALVES),
+    _unary_float("reciprocal", b.reciprocal, r.reciprocal, exact=True),
+    _unary("sign", b.sign, r.sign),
+    _unary_float("sin", b.math_op("sin"), r.sin),
+    _unary_float("cos", b.math_op("cos"), r.cos),
+    _unary("floor", b.rounding("floor"), r.floor),
+    _unary("ceil", b.rounding("ceil"), r.ceil),
+    _unary("round", b.rounding("roundeven"), r.round_),
+    _unary("trunc", b.rounding("trunc"), r.trunc),
+    _unary_float("erf", b.math_op("erf"), r.erf),
+    _unary_float("log1p", b.math_op("log1p"), r.log1p),
+    _unary_float("expm1", b.math_op("expm1"), r.expm1),
+    # binary_arith
+    _binary("add", b.by_kind("addf", "addi"), r.add, native=HALVES),
+    _binary("sub", b.by_kind("subf", "subi"), r.sub, native=HALVES),
+    _binary("mul", b.by_kind("mulf", "muli"), r.mul, native=HALVES),
+    EwOp("div", 2, b.arith_op("divf"), r.div, F, "float", "binary_arith", exact=True),
+    _binary("remainder", b.remainder, r.remainder),
+    _binary("pow", b.pow_, r.pow_, exact=False),
+    _binary("floor_divide", b.floor_divide, r.floor_divide),
+    EwOp("lerp", 3, b.lerp, r.lerp, F, "same", "binary_arith"),
+    _binary("maximum", b.maximum, r.maximum, dtypes=FIB, native=HALVES),
+    _binary("minimum", b.minimum, r.minimum, dtypes=FIB, native=HALVES),
+    # comparison: NaN compares false, except ne
+    *(_compare(name) for name in ("eq", "ne", "gt", "lt", "ge", "le")),
+    # bitwise, on integers and bools
+    _bitwise("bitwise_and", 2, b.arith_op("andi")),
+    _bitwise("bitwise_or", 2, b.arith_op("ori")),
+    _bitwise("bitwise_xor", 2, b.arith_op("xori")),
+    _bitwise("bitwise_not", 1, b.bitwise_not),
+    # logical: any type in, bool out (nonzero and NaN are true)
+    _logical("logical_not", 1, b.logical_not),
+    _logical("logical_and", 2, b.logical("andi")),
+    _logical("logical_or", 2, b.logical("ori")),
+    # special
+    EwOp("where", 3, b.where, r.where, FIB, "same", "special", keep=(0,), exact=True),
+    EwOp("clamp", 3, b.clamp, r.clamp, FI, "same", "special", exact=True),
+    EwOp("masked_fill", 3, b.masked_fill, r.masked_fill, FIB, "same", "special", keep=(1,),
+         exact=True),
+    EwOp("nan_to_num", 4, b.nan_to_num, r.nan_to_num, FIB, "same", "special",
+         scalar_only=(1, 2, 3), exact=True),
+    *(_predicate(name) for name in ("isnan", "isinf", "isfinite")),
+    # internal helpers of the operator library
+    EwOp("add_alpha", 3, b.add_alpha, r.add_alpha, FI, "same", "internal"),
+    EwOp("div_trunc", 2, b.div_trunc, r.div_trunc, FI, "same", "internal", exact=True),
+    EwOp("pow_scalar", 2, b.pow_scalar, r.pow_scalar, FI, "same", "internal",
+         scalar_only=(1,)),
+    EwOp("cast", 1, b.identity, r.identity, tuple(DTYPES), "any", "internal", exact=True),
+    # the compiler's primitives
+    EwOp("fma", 3, b.fma, r.fma),
+    EwOp("zero", 0, b.zero, r.zero),
+    EwOp("fill", 1, b.identity, r.identity, scalar_only=(0,)),
+    EwOp("copy", 1, b.identity, r.identity, dtypes=tuple(DTYPES), native=tuple(DTYPES)),
+)
+
+ELEMENTWISE: dict[str, EwOp] = {row.name: row for row in _ROWS}
+
+ALIASES: dict[str, str] = {"max": "maximum", "min": "minimum"}
+"""The seeds' names for ops whose registry name follows torch."""
+
+
+def lookup(name: str) -> EwOp | None:
+    """The row for an op name or alias, None if there is none."""
+    return ELEMENTWISE.get(ALIASES.get(name, name))
+
+
+def public_ops() -> list[EwOp]:
+    """The operator library's ops, in the table's order."""
+    return [row for row in _ROWS if row.public]
+
+
+# ------------------------------------------------------------- reductions
+
+
+@dataclass(frozen=True)
+class ReduceKind:
+    """A `tile.reduce` kind: how two partial results combine, and where they start."""
+
+    name: str
+    combine: str  # the elementwise row that combines two partials
+    identity: float  # what a lane without elements contributes
+    ref: Callable[..., np.ndarray]  # NumPy reduction (array, axis=...) in float64
+
+
+REDUCE_KINDS: dict[str, ReduceKind] = {
+    k.name: k
+    for k in (
+        ReduceKind("sum", "add", 0.0, np.sum),
+        ReduceKind("prod", "mul", 1.0, np.prod),
+        # maximum/minimum propagate NaN, as torch.amax / torch.amin do
+        ReduceKind("max", "maximum", float("-inf"), np.max),
+        ReduceKind("min", "minimum", float("inf"), np.min),
+    )
+}

@@ -1,0 +1,386 @@
+"""The MLIR bodies of the op registry's rows: one builder per op, on compute-type values.
+
+A body takes its inputs already converted to the row's compute type (f32 for
+the narrow floats, the integer type itself, i1 for bool; scalars broadcast to
+the vector width) together with that type, and builds the result at the
+current insertion point: a value of the compute type, or of i1 for the
+predicates. One body serves scalars and vectors alike, and floats, integers
+and bools where the op has them: each picks its arith op by the element kind.
+
+The formulas follow PyTorch's CUDA kernels where torch defines the result by
+one (remainder and floor_divide's sign rules, lerp's two-sided formula with
+its fused multiply-adds, sign(NaN) = 0, nan_to_num's three replacements), so
+that results are bit for bit torch's where the arithmetic is exact.
+
+MLIR is imported on first use, so the registry (and the operator library's
+front end) imports without the bindings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any
+
+Value = Any  # ir.Value: the bodies are untyped builders over the generated dialect modules
+Type = Any  # ir.Type
+Body = Callable[[list[Value], Type], Value]
+
+
+class _Dialects:
+    """The dialect modules, imported when the first body is built."""
+
+    @cached_property
+    def ir(self) -> Any:
+        from mlir import ir
+
+        return ir
+
+    @cached_property
+    def arith(self) -> Any:
+        from mlir.dialects import arith
+
+        return arith
+
+    @cached_property
+    def math(self) -> Any:
+        from mlir.dialects import math
+
+        return math
+
+    @cached_property
+    def emit(self) -> Any:
+        from tile_mlir.lowering import emit
+
+        return emit
+
+
+D = _Dialects()
+
+# ------------------------------------------------------------------ types
+
+
+def kind(ty: Type) -> str:
+    """'float', 'int' or 'bool' for a compute type (scalar or vector)."""
+    elem = D.emit.element_type(ty)
+    if isinstance(elem, D.ir.IntegerType):
+        return "bool" if D.ir.IntegerType(elem).width == 1 else "int"
+    return "float"
+
+
+def predicate_type(ty: Type) -> Type:
+    """i1 of the shape of `ty`."""
+    return D.emit.with_element_type(ty, D.ir.IntegerType.get_signless(1))
+
+
+def const(ty: Type, value: float | int | bool) -> Value:
+    return D.emit.const(ty, value)
+
+
+def _all_ones(ty: Type) -> Value:
+    return const(ty, True if kind(ty) == "bool" else -1)
+
+
+# ------------------------------------------------------------- comparisons
+
+_FLOAT_CMP = {"eq": "OEQ", "ne": "UNE", "gt": "OGT", "lt": "OLT", "ge": "OGE", "le": "OLE"}
+_INT_CMP = {"eq": "eq", "ne": "ne", "gt": "sgt", "lt": "slt", "ge": "sge", "le": "sle"}
+_BOOL_CMP = {"eq": "eq", "ne": "ne", "gt": "ugt", "lt": "ult", "ge": "uge", "le": "ule"}
+
+
+def compare(how: str, a: Value, b: Value) -> Value:
+    """a <how> b: ordered float predicates (NaN compares false) except `ne`, which is
+    unordered (NaN != x holds), as in C; signed for integers, unsigned for bools."""
+    arith = D.arith
+    kind_ = kind(a.type)
+    if kind_ == "float":
+        return arith.cmpf(getattr(arith.CmpFPredicate, _FLOAT_CMP[how]), a, b)
+    table = _INT_CMP if kind_ == "int" else _BOOL_CMP
+    return arith.cmpi(getattr(arith.CmpIPredicate, table[how]), a, b)
+
+
+def comparison(how: str) -> Body:
+    return lambda args, _: compare(how, args[0], args[1])
+
+
+def truth(value: Value) -> Value:
+    """value != 0 as i1 (NaN is true), as C converts to bool."""
+    if kind(value.type) == "bool":
+        return value
+    return compare("ne", value, const(value.type, 0))
+
+
+# ------------------------------------------------------------- arithmetic
+
+
+def by_kind(float_op: str, int_op: str, bool_op: str | None = None) -> Body:
+    """An arith op chosen by the element kind (bool falls back to the integer op)."""
+    def body(args: list[Value], ty: Type) -> Value:
+        kind_ = kind(ty)
+        name = float_op if kind_ == "float" else (bool_op or int_op) if kind_ == "bool" \
+            else int_op
+        return getattr(D.arith, name)(*args)
+
+    return body
+
+
+def math_op(name: str) -> Body:
+    """A math-dialect function of floats (lowered to libdevice or an LLVM intrinsic)."""
+    return lambda args, _: getattr(D.math, name)(*args)
+
+
+def rounding(name: str) -> Body:
+    """A rounding function (LLVM's llvm.floor, llvm.ceil, llvm.roundeven, llvm.trunc:
+    cvt.rmi, cvt.rpi, cvt.rni, cvt.rzi) on floats, the identity on integers (torch
+    returns integer tensors unchanged from floor, ceil, round and trunc)."""
+    def body(args: list[Value], ty: Type) -> Value:
+        return D.emit.intrinsic(f"llvm.{name}", args) if kind(ty) == "float" else args[0]
+
+    return body
+
+
+def sqrt(args: list[Value], _: Type) -> Value:
+    # llvm.sqrt is the correctly rounded sqrt.rn; math.sqrt would go through
+    # libdevice's __nv_sqrtf, which is sqrt.approx unless prec-sqrt is set.
+    return D.emit.intrinsic("llvm.sqrt", args)
+
+
+def reciprocal(args: list[Value], ty: Type) -> Value:
+    return D.arith.divf(const(ty, 1.0), args[0])
+
+
+def abs_(args: list[Value], ty: Type) -> Value:
+    x = args[0]
+    if kind(ty) == "float":
+        return D.math.absf(x)
+    return D.arith.select(compare("lt", x, const(ty, 0)), neg(args, ty), x)
+
+
+def neg(args: list[Value], ty: Type) -> Value:
+    if kind(ty) == "float":
+        return D.arith.negf(args[0])
+    return D.arith.subi(const(ty, 0), args[0])
+
+
+def sign(args: list[Value], ty: Type) -> Value:
+    """(0 < x) - (x < 0): 0 for NaN and for either zero, as torch's signum."""
+    arith, x = D.arith, args[0]
+    zero = const(ty, 0)
+    negative = arith.select(compare("lt", x, zero), const(ty, -1), zero)
+    return arith.select(compare("gt", x, zero), const(ty, 1), negative)
+
+
+def add_alpha(args: list[Value], ty: Type) -> Value:
+    """a + alpha * b, which torch's CUDA kernel computes as one fma for floats."""
+    a, b, alpha = args
+    if kind(ty) == "float":
+        return D.math.fma(alpha, b, a)
+    return D.arith.addi(a, D.arith.muli(alpha, b))
+
+
+def remainder(args: list[Value], ty: Type) -> Value:
+    """Python's modulo: the remainder takes the divisor's sign (torch.remainder)."""
+    arith = D.arith
+    a, b = args
+    zero = const(ty, 0)
+    is_float = kind(ty) == "float"
+    rem = arith.remf(a, b) if is_float else arith.remsi(a, b)
+    differ = arith.xori(compare("lt", rem, zero), compare("lt", b, zero))
+    fix = arith.andi(compare("ne", rem, zero), differ)
+    return arith.select(fix, arith.addf(rem, b) if is_float else arith.addi(rem, b), rem)
+
+
+def div_trunc(args: list[Value], ty: Type) -> Value:
+    """Division rounded toward zero: trunc(a / b) for floats, C's a / b for integers."""
+    if kind(ty) == "float":
+        return D.emit.intrinsic("llvm.trunc", [D.arith.divf(*args)])
+    return D.arith.divsi(*args)
+
+
+def floor_divide(args: list[Value], ty: Type) -> Value:
+    a, b = args
+    return _floor_divide_float(a, b, ty) if kind(ty) == "float" else _floor_divide_int(a, b, ty)
+
+
+def signbit(x: Value) -> Value:
+    """Whether a float's sign bit is set (-0.0 and negative NaNs included)."""
+    ty = x.type
+    bits = D.ir.FloatType(D.emit.element_type(ty)).width
+    ints = D.emit.with_element_type(ty, D.ir.IntegerType.get_signless(bits))
+    return compare("lt", D.arith.bitcast(ints, x), const(ints, 0))
+
+
+def _floor_divide_int(a: Value, b: Value, ty: Type) -> Value:
+    """Truncating division, one less where the signs differ and it was inexact."""
+    arith = D.arith
+    zero = const(ty, 0)
+    quotient, rem = arith.divsi(a, b), arith.remsi(a, b)
+    differ = arith.xori(compare("lt", a, zero), compare("lt", b, zero))
+    fix = arith.andi(differ, compare("ne", rem, zero))
+    return arith.select(fix, arith.subi(quotient, const(ty, 1)), quotient)
+
+
+def _floor_divide_float(a: Value, b: Value, ty: Type) -> Value:
+    """torch's div_floor_floating: (a - fmod(a, b)) / b, corrected toward the floor and
+    rounded to the nearest integer; IEEE a / b when b is 0; a signed zero for zero."""
+    arith = D.arith
+    zero, one = const(ty, 0.0), const(ty, 1.0)
+    mod = arith.remf(a, b)
+    quotient = arith.divf(arith.subf(a, mod), b)
+    differ = arith.xori(compare("lt", b, zero), compare("lt", mod, zero))
+    down = arith.andi(compare("ne", mod, zero), differ)
+    quotient = arith.select(down, arith.subf(quotient, one), quotient)
+    floor = D.emit.intrinsic("llvm.floor", [quotient])
+    up = compare("gt", arith.subf(quotient, floor), const(ty, 0.5))
+    floor = arith.select(up, arith.addf(floor, one), floor)
+    true_quotient = arith.divf(a, b)
+    signed_zero = arith.select(signbit(true_quotient), const(ty, -0.0), zero)
+    result = arith.select(compare("ne", quotient, zero), floor, signed_zero)
+    return arith.select(compare("eq", b, zero), true_quotient, result)
+
+
+def pow_(args: list[Value], ty: Type) -> Value:
+    base, exponent = args
+    if kind(ty) == "float":
+        return D.math.powf(base, exponent)
+    return _pow_int(base, exponent, ty)
+
+
+def pow_scalar(args: list[Value], ty: Type) -> Value:
+    """pow with a scalar exponent: torch's kernel computes x*x, x*x*x and 1/(x*x) for
+    the exponents 2, 3 and -2, and powf otherwise (0.5, -0.5 and -1 are sqrt, rsqrt and
+    reciprocal, which the library calls instead)."""
+    if kind(ty) != "float":
+        return pow_(args, ty)
+    arith = D.arith
+    base, exponent = args
+    square = arith.mulf(base, base)
+    result = D.math.powf(base, exponent)
+    for value, special in ((-2.0, reciprocal([square], ty)), (3.0, arith.mulf(square, base)),
+                           (2.0, square)):
+        result = arith.select(compare("eq", exponent, const(ty, value)), special, result)
+    return result
+
+
+def _pow_int(base: Value, exponent: Value, ty: Type) -> Value:
+    """Square and multiply over every exponent bit (wrapping, as C integers do); a
+    negative exponent gives 1 for base 1, +-1 for base -1 and 0 otherwise (torch's powi)."""
+    arith = D.arith
+    bits = D.ir.IntegerType(D.emit.element_type(ty)).width
+    one, zero = const(ty, 1), const(ty, 0)
+    result, square, rest = one, base, exponent
+    for _ in range(bits - 1):
+        odd = compare("ne", arith.andi(rest, one), zero)
+        result = arith.select(odd, arith.muli(result, square), result)
+        square = arith.muli(square, square)
+        rest = arith.shrui(rest, one)
+    minus_one = const(ty, -1)
+    odd_exponent = compare("ne", arith.andi(exponent, one), zero)
+    negative = arith.select(compare("eq", base, one), one, zero)
+    negative = arith.select(compare("eq", base, minus_one),
+                            arith.select(odd_exponent, minus_one, one), negative)
+    return arith.select(compare("lt", exponent, zero), negative, result)
+
+
+def lerp(args: list[Value], ty: Type) -> Value:
+    """start + w * (end - start) for |w| < 0.5, else end - (end - start) * (1 - w): torch's
+    formula, each side one fma as nvcc contracts it."""
+    arith, math = D.arith, D.math
+    start, end, weight = args
+    diff = arith.subf(end, start)
+    small = compare("lt", math.absf(weight), const(ty, 0.5))
+    low = math.fma(weight, diff, start)
+    high = math.fma(arith.negf(diff), arith.subf(const(ty, 1.0), weight), end)
+    return arith.select(small, low, high)
+
+
+def maximum(args: list[Value], ty: Type) -> Value:
+    return by_kind("maximumf", "maxsi", "ori")(args, ty)
+
+
+def minimum(args: list[Value], ty: Type) -> Value:
+    return by_kind("minimumf", "minsi", "andi")(args, ty)
+
+
+def clamp(args: list[Value], ty: Type) -> Value:
+    """min(max(x, low), high): NaN anywhere gives NaN; low > high gives high."""
+    x, low, high = args
+    return minimum([maximum([x, low], ty), high], ty)
+
+
+# ------------------------------------------------------------ bits and logic
+
+
+def arith_op(name: str) -> Body:
+    """One arith op on the inputs as they are (andi, ori, xori, divf...)."""
+    return lambda args, _: getattr(D.arith, name)(*args)
+
+
+def bitwise_not(args: list[Value], ty: Type) -> Value:
+    return D.arith.xori(args[0], _all_ones(ty))
+
+
+def logical_not(args: list[Value], _: Type) -> Value:
+    return D.arith.xori(truth(args[0]), _all_ones(predicate_type(args[0].type)))
+
+
+def logical(name: str) -> Body:
+    return lambda args, _: getattr(D.arith, name)(truth(args[0]), truth(args[1]))
+
+
+# ------------------------------------------------------------------ special
+
+
+def where(args: list[Value], _: Type) -> Value:
+    condition, x, y = args
+    return D.arith.select(truth(condition), x, y)
+
+
+def masked_fill(args: list[Value], _: Type) -> Value:
+    x, mask, value = args
+    return D.arith.select(truth(mask), value, x)
+
+
+def nan_to_num(args: list[Value], ty: Type) -> Value:
+    """NaN, +inf and -inf replaced by the three scalars; integers pass through."""
+    x, nan, posinf, neginf = args
+    if kind(ty) != "float":
+        return x
+    arith = D.arith
+    inf = const(ty, float("inf"))
+    result = arith.select(compare("eq", x, inf), posinf, x)
+    result = arith.select(compare("eq", x, arith.negf(inf)), neginf, result)
+    return arith.select(_isnan(x), nan, result)
+
+
+def _isnan(x: Value) -> Value:
+    return D.arith.cmpf(D.arith.CmpFPredicate.UNO, x, x)
+
+
+def classify(test: str) -> Body:
+    """isnan, isinf, isfinite: on integers and bools the answer is a constant."""
+    def body(args: list[Value], ty: Type) -> Value:
+        x = args[0]
+        if kind(ty) != "float":
+            return const(predicate_type(ty), test == "isfinite")
+        if test == "isnan":
+            return _isnan(x)
+        magnitude = D.math.absf(x)
+        return compare("eq" if test == "isinf" else "lt", magnitude, const(ty, float("inf")))
+
+    return body
+
+
+# ---------------------------------------------------------------- primitives
+
+
+def identity(args: list[Value], _: Type) -> Value:
+    return args[0]
+
+
+def zero(_: list[Value], ty: Type) -> Value:
+    return const(ty, 0)
+
+
+def fma(args: list[Value], _: Type) -> Value:
+    return D.math.fma(*args)

@@ -1,0 +1,236 @@
+"""NumPy references of the op registry's rows, with PyTorch's semantics.
+
+Each reference takes NumPy arrays (or 0-d arrays for scalars) in the op's
+compute type (float32 for the float ops on f32, f16, bf16 and fp8 data, the
+integer type for integers, bool) and returns the result. Formulas that torch
+evaluates in that precision (remainder, floor_divide, lerp, clamp...) are
+evaluated in it too, so that exact ops can be compared bit for bit; the
+transcendental functions are evaluated in float64 and rounded once, the
+reference a kernel's error is measured against. Float64 inputs work as well
+(the test cases of the compiler's primitives pass them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+Array = Any  # np.ndarray; references are applied to arrays and 0-d arrays alike
+Reference = Callable[..., Array]
+
+
+def _is_float(x: Array) -> bool:
+    return bool(np.issubdtype(np.asarray(x).dtype, np.floating))
+
+
+def in_float64(fn: Callable[..., Array]) -> Reference:
+    """fn evaluated in float64 on float inputs, the result in the inputs' float type."""
+    def ref(*args: Array) -> Array:
+        dtype = np.result_type(*args)
+        if not np.issubdtype(dtype, np.floating):
+            dtype = np.dtype(np.float32)  # integer inputs of a float op: torch's default
+        with np.errstate(all="ignore"):
+            result = fn(*[np.asarray(a, np.float64) for a in args])
+        return np.asarray(result).astype(dtype)
+
+    return ref
+
+
+def _same(fn: Callable[..., Array]) -> Reference:
+    """fn evaluated in the inputs' own type (exact or correctly rounded there)."""
+    def ref(*args: Array) -> Array:
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(*args))
+
+    return ref
+
+
+exp = in_float64(np.exp)
+log = in_float64(np.log)
+sqrt = in_float64(np.sqrt)
+rsqrt = in_float64(lambda x: 1.0 / np.sqrt(x))
+sin = in_float64(np.sin)
+cos = in_float64(np.cos)
+log1p = in_float64(np.log1p)
+expm1 = in_float64(np.expm1)
+erf = in_float64(np.vectorize(math.erf, otypes=[np.float64]))
+reciprocal = in_float64(lambda x: 1.0 / x)
+div = in_float64(np.divide)
+
+
+def pow_(base: Array, exponent: Array) -> Array:
+    if _is_float(base) or _is_float(exponent):
+        return in_float64(np.power)(base, exponent)
+    return _pow_int(np.asarray(base), np.asarray(exponent))
+
+
+def pow_scalar(base: Array, exponent: Array) -> Array:
+    """pow with a scalar exponent: torch multiplies out 2, 3 and -2 in the compute type."""
+    if not _is_float(base):
+        return _pow_int(np.asarray(base), np.asarray(exponent))
+    e = float(exponent)
+    with np.errstate(all="ignore"):
+        if e == 2.0:
+            return np.asarray(base * base)
+        if e == 3.0:
+            return np.asarray(base * base * base)
+        if e == -2.0:
+            return np.asarray(np.ones_like(base) / (base * base))
+    return in_float64(np.power)(base, exponent)
+
+
+def _pow_int(base: Array, exponent: Array) -> Array:
+    """Wrapping square-and-multiply; negative exponents as torch's powi."""
+    base, exponent = np.broadcast_arrays(base, exponent)
+    dtype = np.result_type(base, exponent)
+    result = np.ones(base.shape, dtype)
+    square, rest = base.astype(dtype), exponent.astype(dtype)
+    with np.errstate(over="ignore"):
+        for _ in range(8 * dtype.itemsize - 1):
+            result = np.where(rest & 1, result * square, result)
+            square = square * square
+            rest = (rest.view(np.dtype(f"u{dtype.itemsize}")) >> 1).view(dtype)
+    odd = (exponent & 1) != 0
+    negative = np.where(base == 1, 1, np.where(base == -1, np.where(odd, -1, 1), 0))
+    return np.where(exponent < 0, negative.astype(dtype), result)
+
+
+def sign(x: Array) -> Array:
+    """(0 < x) - (x < 0): NaN and both zeros give +0 (torch; NumPy gives NaN)."""
+    x = np.asarray(x)
+    return ((x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)).astype(x.dtype)
+
+
+def _rounding(fn: Callable[[Array], Array]) -> Reference:
+    return lambda x: np.asarray(fn(x)) if _is_float(x) else np.asarray(x)
+
+
+floor = _rounding(np.floor)
+ceil = _rounding(np.ceil)
+trunc = _rounding(np.trunc)
+round_ = _rounding(np.rint)  # half to even, as torch.round
+
+abs_ = _same(np.abs)
+neg = _same(np.negative)
+add = _same(np.add)
+sub = _same(np.subtract)
+mul = _same(np.multiply)
+
+
+def add_alpha(a: Array, b: Array, alpha: Array) -> Array:
+    """a + alpha * b with one rounding for floats (fma), wrapping for integers."""
+    if not _is_float(a):
+        with np.errstate(over="ignore"):
+            return np.asarray(a + alpha * b)
+    return fma(alpha, b, a)
+
+
+def fma(a: Array, b: Array, c: Array) -> Array:
+    """a * b + c rounded once: the float64 product of two float32s is exact."""
+    dtype = np.result_type(a, b, c)
+    if dtype == np.float64:
+        return np.asarray(a * b + c)
+    with np.errstate(all="ignore"):
+        wide = np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)
+    return wide.astype(dtype)
+
+
+def remainder(a: Array, b: Array) -> Array:
+    with np.errstate(all="ignore"):
+        rem = np.fmod(a, b)
+        fix = (rem != 0) & ((rem < 0) != (b < 0))
+        return np.asarray(np.where(fix, rem + b, rem))
+
+
+def div_trunc(a: Array, b: Array) -> Array:
+    with np.errstate(all="ignore"):
+        if _is_float(a):
+            return np.asarray(np.trunc(a / b))
+        quotient = np.abs(a) // np.abs(b)
+        return np.asarray(np.where((a < 0) != (b < 0), -quotient, quotient)).astype(a.dtype)
+
+
+def floor_divide(a: Array, b: Array) -> Array:
+    if not _is_float(a):
+        with np.errstate(all="ignore"):
+            return np.asarray(np.floor_divide(a, b))
+    with np.errstate(all="ignore"):
+        mod = np.fmod(a, b)
+        quotient = (a - mod) / b
+        quotient = np.where((mod != 0) & ((b < 0) != (mod < 0)), quotient - 1, quotient)
+        floor = np.floor(quotient)
+        floor = np.where(quotient - floor > 0.5, floor + 1, floor)
+        zero = np.copysign(np.zeros_like(quotient), a / b)
+        result = np.where(quotient != 0, floor, zero)
+        return np.asarray(np.where(b == 0, a / b, result))
+
+
+def lerp(start: Array, end: Array, weight: Array) -> Array:
+    with np.errstate(all="ignore"):
+        diff = end - start
+        low = fma(weight, diff, start)
+        high = fma(-diff, np.ones_like(weight) - weight, end)
+        return np.asarray(np.where(np.abs(weight) < 0.5, low, high))
+
+
+maximum = _same(np.maximum)  # NaN-propagating; logical or on bools
+minimum = _same(np.minimum)
+
+
+def clamp(x: Array, low: Array, high: Array) -> Array:
+    return minimum(maximum(np.asarray(x), np.asarray(low)), np.asarray(high))
+
+
+eq = _same(np.equal)
+ne = _same(np.not_equal)
+gt = _same(np.greater)
+lt = _same(np.less)
+ge = _same(np.greater_equal)
+le = _same(np.less_equal)
+
+bitwise_and = _same(np.bitwise_and)
+bitwise_or = _same(np.bitwise_or)
+bitwise_xor = _same(np.bitwise_xor)
+bitwise_not = _same(np.invert)
+logical_not = _same(np.logical_not)
+logical_and = _same(np.logical_and)
+logical_or = _same(np.logical_or)
+
+
+def where(condition: Array, x: Array, y: Array) -> Array:
+    return np.asarray(np.where(np.asarray(condition).astype(bool), x, y))
+
+
+def masked_fill(x: Array, mask: Array, value: Array) -> Array:
+    return np.asarray(np.where(np.asarray(mask).astype(bool), value, x))
+
+
+def nan_to_num(x: Array, nan: Array, posinf: Array, neginf: Array) -> Array:
+    x = np.asarray(x)
+    if not _is_float(x):
+        return x
+    replaced = np.where(x == np.inf, posinf, np.where(x == -np.inf, neginf, x))
+    return np.asarray(np.where(np.isnan(x), nan, replaced)).astype(x.dtype)
+
+
+def isnan(x: Array) -> Array:
+    return np.isnan(x) if _is_float(x) else np.zeros(np.shape(x), bool)
+
+
+def isinf(x: Array) -> Array:
+    return np.isinf(x) if _is_float(x) else np.zeros(np.shape(x), bool)
+
+
+def isfinite(x: Array) -> Array:
+    return np.isfinite(x) if _is_float(x) else np.ones(np.shape(x), bool)
+
+
+def identity(x: Array) -> Array:
+    return np.asarray(x)
+
+
+def zero() -> Array:
+    return np.zeros(())

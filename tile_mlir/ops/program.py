@@ -1,0 +1,312 @@
+"""The operator library's tile programs: one `tile.elementwise` per CTA piece, as IR text.
+
+A kernel applies one registry row to arrays of any shape that the caller has
+coalesced (layout.py) into a view of rank r: sizes d0..d(r-1), and per
+operand a stride per dimension (0 where the operand is broadcast). The sizes
+and the non-zero strides are kernel arguments, so one kernel serves every
+shape of its kind; what the kernel is specialized on is in its `Signature`:
+the row, the element types, which strides are 0 or 1, what the strides are
+divisible by (`tile.divisibility`, which lets the lowering prove its vector
+accesses aligned), the index width and the strategy.
+
+The grid is cut into pieces, one per CTA, each a `tile.elementwise` at CTA
+scope on memref views of its operands (lowering/elementwise/gmem.py does the
+rest):
+- flat (r = 1): piece b is elements [b*C, b*C + C) of the run, C = the chunk;
+- rows (r >= 2, long rows): piece (1, C) of one row; rows index the grid with
+  the outer dimensions, decomposed once per CTA;
+- blocks (r >= 2, rows of at most a few chunks, the width W known): piece
+  (R, W) of R = C / W whole rows, so narrow rows still fill a CTA.
+A piece is full (static shape: static rounds, staged loads) except at the end
+of the run, row or block column, where an `scf.if` takes the dynamic-shape
+tile op instead. With 32-bit indices (when every index stays under 2^31) the
+gpu.module says so in its data layout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tile_mlir.dtypes import DTYPES
+from tile_mlir.lowering.alignment import DIVISIBILITY
+
+DYNAMIC = "?"
+KERNEL = "kernel"
+MODULE = "ops"
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """One array operand: its element type and, per dimension, its stride: "0" (a
+    broadcast dimension), "1" (unit, innermost only) or "?n" (given at launch, a
+    multiple of n); `offset` when the base pointer is not 16-byte aligned and an
+    element offset comes at launch."""
+
+    dtype: str
+    strides: tuple[str, ...]
+    offset: bool = False
+
+    def static_strides(self) -> list[str]:
+        """The strides as the memref type spells them."""
+        return [DYNAMIC if s.startswith(DYNAMIC) else s for s in self.strides]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How a CTA walks its piece (seed 004's strategies, as gmem options)."""
+
+    threads: int = 256
+    vector_bytes: int = 16  # 1: one element per access ("direct")
+    rounds: int = 4  # vectors per thread per piece
+    stage: int = 4  # rounds loaded before the first compute (1: none, "vector")
+
+    def chunk(self, widest_bytes: int) -> int:
+        """Elements per piece: every thread `rounds` vectors of the widest operand."""
+        return self.threads * self.rounds * max(1, self.vector_bytes // widest_bytes)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Everything a kernel is specialized on (its IR text is a function of it)."""
+
+    op: str
+    out: ArraySpec
+    inputs: tuple[ArraySpec | str, ...]  # an array, or a scalar's dtype name
+    rank: int
+    mode: str  # "flat", "rows" or "blocks"
+    strategy: Strategy
+    width: int = 0  # blocks: the static innermost size W
+    index_bits: int = 64
+    inplace: bool = False  # out is also an input: no noalias promises
+
+    @property
+    def arrays(self) -> list[ArraySpec]:
+        return [self.out, *(i for i in self.inputs if isinstance(i, ArraySpec))]
+
+    def chunk(self) -> int:
+        widest = max(DTYPES[a.dtype].bytes for a in self.arrays if a.strides[-1] != "0")
+        return self.strategy.chunk(widest)
+
+    def piece(self) -> tuple[int, ...]:
+        """The static shape of a full piece."""
+        chunk = self.chunk()
+        if self.mode == "flat":
+            return (chunk,)
+        if self.mode == "rows":
+            return (chunk,)
+        return (max(1, chunk // self.width), self.width)
+
+
+# ------------------------------------------------------------------ IR text
+
+
+class _Writer:
+    """IR lines with fresh SSA names."""
+
+    def __init__(self, index_bits: int):
+        self.lines: list[str] = []
+        self.count = 0
+        self.int = f"i{index_bits}"
+
+    def op(self, text: str) -> str:
+        self.count += 1
+        name = f"%v{self.count}"
+        self.lines.append(f"      {name} = {text}")
+        return name
+
+    def const(self, value: int) -> str:
+        return self.op(f"arith.constant {value} : index")
+
+    def index(self, argument: str) -> str:
+        return self.op(f"arith.index_cast {argument} : {self.int} to index")
+
+
+def _memref(shape: list[str], dtype: str, strides: list[str] | None, offset: str = "") -> str:
+    elem = DTYPES[dtype].mlir
+    dims = "x".join(shape)
+    if strides is None:
+        return f"memref<{dims}x{elem}>"
+    layout = f"strided<[{', '.join(strides)}]{', offset: ' + offset if offset else ''}>"
+    return f"memref<{dims}x{elem}, {layout}>"
+
+
+@dataclass
+class _Arg:
+    name: str
+    type_: str
+    attrs: str = ""
+
+
+class _Kernel:
+    """The text of one kernel for a Signature."""
+
+    def __init__(self, sig: Signature):
+        self.sig = sig
+        self.w = _Writer(sig.index_bits)
+        self.args: list[_Arg] = []
+        self.views: list[tuple[str, ArraySpec]] = []  # each array's full view, out first
+
+    # ------------------------------------------------------------ arguments
+
+    def _int_arg(self, name: str, divisibility: int = 1) -> str:
+        attrs = f" {{{DIVISIBILITY} = {divisibility} : i64}}" if divisibility > 1 else ""
+        self.args.append(_Arg(f"%{name}", self.w.int, attrs))
+        return self.w.index(f"%{name}")
+
+    def _pointer_arg(self, n: int, spec: ArraySpec) -> str:
+        promises = [] if self.sig.inplace else ["llvm.noalias"]
+        if n:
+            promises.append("llvm.readonly")
+        attrs = f" {{{', '.join(promises)}}}" if promises else ""
+        self.args.append(_Arg(f"%a{n}", _memref(["1"], spec.dtype, None), attrs))
+        return f"%a{n}"
+
+    def _full_shape(self) -> list[str]:
+        shape = [DYNAMIC] * self.sig.rank
+        if self.sig.mode == "blocks":
+            shape[-1] = str(self.sig.width)
+        return shape
+
+    def _view(self, n: int, spec: ArraySpec, sizes: list[str]) -> str:
+        """The operand's whole strided view: a reinterpret_cast of its pointer."""
+        pointer = self._pointer_arg(n, spec)
+        strides = [self._int_arg(f"s{n}_{dim}", int(stride[1:]))
+                   if stride.startswith(DYNAMIC) else stride
+                   for dim, stride in enumerate(spec.strides)]
+        offset = self._int_arg(f"o{n}") if spec.offset else "0"
+        shape = self._full_shape()
+        size_list = [size if static == DYNAMIC else static
+                     for size, static in zip(sizes, shape, strict=True)]
+        type_ = _memref(shape, spec.dtype, spec.static_strides(),
+                        DYNAMIC if spec.offset else "0")
+        return self.w.op(
+            f"memref.reinterpret_cast {pointer} to offset: [{offset}], "
+            f"sizes: [{', '.join(size_list)}], strides: [{', '.join(strides)}] "
+            f": {_memref(['1'], spec.dtype, None)} to {type_}")
+
+    # ---------------------------------------------------------------- body
+
+    def build(self) -> str:
+        sig = self.sig
+        sizes = [self._int_arg(f"d{i}") for i in range(sig.rank)]
+        self.views.append((self._view(0, sig.out, sizes), sig.out))
+        for n, spec in enumerate(sig.inputs, start=1):
+            if isinstance(spec, ArraySpec):
+                self.views.append((self._view(n, spec, sizes), spec))
+            else:
+                self.args.append(_Arg(f"%x{n}", DTYPES[spec].mlir))
+        self._pieces(sizes)
+        return self._text()
+
+    def _pieces(self, sizes: list[str]) -> None:
+        """This CTA's piece: which line (outer indices) and where along it."""
+        w, sig = self.w, self.sig
+        bid = w.op("gpu.block_id x")
+        piece = w.const(sig.piece()[0])
+        if sig.mode == "flat":
+            self._branch([], w.op(f"arith.muli {bid}, {piece} : index"), sizes[0])
+            return
+        along = sig.rank - 1 if sig.mode == "rows" else sig.rank - 2
+        per_line = w.op(f"arith.ceildivui {sizes[along]}, {piece} : index")
+        line = w.op(f"arith.divui {bid}, {per_line} : index")
+        within = w.op(f"arith.remui {bid}, {per_line} : index")
+        start = w.op(f"arith.muli {within}, {piece} : index")
+        self._branch(self._delinearize(line, sizes[:along]), start, sizes[along])
+
+    def _delinearize(self, index: str, sizes: list[str]) -> list[str]:
+        """Row-major indices of `index` over `sizes` (the first unbounded)."""
+        indices: list[str] = []
+        for size in reversed(sizes[1:]):
+            indices.append(self.w.op(f"arith.remui {index}, {size} : index"))
+            index = self.w.op(f"arith.divui {index}, {size} : index")
+        if sizes:
+            indices.append(index)
+        return list(reversed(indices))
+
+    def _branch(self, lead: list[str], start: str, extent: str) -> None:
+        """scf.if the piece is whole: the static-shape tile op, else the dynamic one."""
+        w = self.w
+        piece = self.sig.piece()[0]
+        end = w.op(f"arith.addi {start}, {w.const(piece)} : index")
+        whole = w.op(f"arith.cmpi ule, {end}, {extent} : index")
+        w.lines.append(f"      scf.if {whole} {{")
+        self._tile_op(lead, start, str(piece))
+        w.lines.append("      } else {")
+        self._tile_op(lead, start, w.op(f"arith.subi {extent}, {start} : index"))
+        w.lines.append("      }")
+
+    def _tile_op(self, lead: list[str], start: str, length: str) -> None:
+        """Subviews of every operand for the piece, and the tile.elementwise on them."""
+        sig = self.sig
+        static = not length.startswith("%")
+        shape = [length if static else DYNAMIC]
+        if sig.mode == "blocks":
+            shape.append(str(sig.width))
+        views = iter(self._subview(view, spec, (lead, start, length), shape)
+                     for view, spec in self.views)
+        operands = [next(views)]
+        for n, spec in enumerate(sig.inputs, start=1):
+            operands.append(next(views) if isinstance(spec, ArraySpec)
+                            else (f"%x{n}", DTYPES[spec].mlir))
+        count = len(sig.inputs)
+        segments = [1, min(count, 1), min(max(count - 1, 0), 1), max(count - 2, 0)]
+        options = (f"vector_bytes = {sig.strategy.vector_bytes} : i64, "
+                   f"stage = {sig.strategy.stage if static else 1} : i64")
+        names = ", ".join(name for name, _ in operands)
+        types = ", ".join(type_ for _, type_ in operands)
+        self.w.lines.append(
+            f'        "tile.elementwise"({names}) {{op = "{sig.op}", scope = "cta", {options}, '
+            f"operandSegmentSizes = array<i32: {', '.join(map(str, segments))}>}} "
+            f": ({types}) -> ()")
+
+    def _subview(self, view: str, spec: ArraySpec, where: tuple[list[str], str, str],
+                 shape: list[str]) -> tuple[str, str]:
+        """The piece of one operand at `where` (the outer indices, the start and length
+        along the piece's dim): unit sizes on the leading dims (dropped), and in blocks
+        mode the whole width."""
+        lead, start, length = where
+        rank, kept = self.sig.rank, len(shape)
+        offsets = [*lead, start] + (["0"] if kept == 2 else [])
+        sizes = ["1"] * (rank - kept) + [length] + ([shape[1]] if kept == 2 else [])
+        source = _memref(self._full_shape(), spec.dtype, spec.static_strides(),
+                         DYNAMIC if spec.offset else "0")
+        # the piece's offset is dynamic unless only stride-0 dims move it (MLIR infers it)
+        moved = spec.strides[:len(lead) + 1]
+        offset = DYNAMIC if spec.offset or any(s != "0" for s in moved) else "0"
+        result = _memref(shape, spec.dtype, spec.static_strides()[rank - kept:], offset)
+        name = self.w.op(
+            f"memref.subview {view}[{', '.join(offsets)}] [{', '.join(sizes)}] "
+            f"[{', '.join(['1'] * rank)}] : {source} to {result}")
+        return name, result
+
+    def _text(self) -> str:
+        sig = self.sig
+        args = ",\n        ".join(f"{a.name}: {a.type_}{a.attrs}" for a in self.args)
+        layout = "" if sig.index_bits == 64 else \
+            " attributes {dlti.dl_spec = #dlti.dl_spec<#dlti.dl_entry<index, 32 : i32>>}"
+        body = "\n".join(self.w.lines)
+        return (f"// {describe(sig)}\n"
+                "module attributes {gpu.container_module} {\n"
+                f"  gpu.module @{MODULE}{layout} {{\n"
+                f"    gpu.func @{KERNEL}({args}) kernel attributes "
+                f"{{known_block_size = array<i32: {sig.strategy.threads}, 1, 1>}} {{\n"
+                f"{body}\n      gpu.return\n    }}\n  }}\n}}\n")
+
+
+def describe(sig: Signature) -> str:
+    """A one-line summary of a signature (the first line of its kernel's text)."""
+    def array(spec: ArraySpec) -> str:
+        offset = "+offset" if spec.offset else ""
+        return f"{spec.dtype}[{','.join(spec.strides)}]{offset}"
+
+    ins = ", ".join(i if isinstance(i, str) else array(i) for i in sig.inputs)
+    s = sig.strategy
+    width = f" W={sig.width}" if sig.mode == "blocks" else ""
+    return (f"tile_mlir.ops {sig.op}: {array(sig.out)} <- ({ins}); {sig.mode}{width}, "
+            f"i{sig.index_bits}, {s.threads} threads x {s.rounds} rounds of "
+            f"{s.vector_bytes} B, stage {s.stage}")
+
+
+def kernel_text(sig: Signature) -> str:
+    """The tile IR of the kernel for a signature."""
+    return _Kernel(sig).build()

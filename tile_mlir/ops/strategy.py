@@ -1,0 +1,116 @@
+"""Kernel strategies, and which one an op runs with: the autotuner's choice or a default.
+
+A strategy (program.Strategy) is seed 004's three, as options of the
+elementwise/gmem variant plus the piece size:
+- direct:  one element per access (vector_bytes = 1), one round per thread;
+- vector:  16-byte vectors, `rounds` per thread, each loaded, computed and
+           stored in turn (explicit_parallel);
+- staged:  16-byte (or 32-byte) vectors, all `rounds` loads issued before the
+           first compute (register_copy; the Hopper habit of several
+           independent loads in flight).
+Threads per CTA and rounds per thread are the tunables. The default, without
+tuning: staged 16-byte vectors, 256 threads and 4 rounds from 2^22 elements,
+2 rounds from 2^19, 128 threads and 1 round below (small arrays still spread
+over the SMs).
+
+The autotuner (tune.py) measures candidates per (op family, dtype, size class)
+on the GPU and writes its choices to `ops-tuning-<chip>.json` in the kernel
+cache's directory, which `choose` reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tile_mlir.ops import _runtime
+from tile_mlir.ops.program import Strategy
+
+STRATEGIES: dict[str, Strategy] = {
+    "direct": Strategy(threads=256, vector_bytes=1, rounds=1, stage=1),
+    "vector": Strategy(threads=256, vector_bytes=16, rounds=4, stage=1),
+    "staged": Strategy(threads=256, vector_bytes=16, rounds=4, stage=4),
+}
+
+SIZE_CLASSES = ((16, "<2^16"), (20, "2^16"), (24, "2^20"), (999, "2^24"))
+"""(log2 bound, name): a size class holds the sizes below its bound and at or above the
+previous one; each is named after its smallest size."""
+
+
+listeners: list[Callable[[], None]] = []
+"""Called when the tuned choices change (the fast path forgets its plans)."""
+
+
+def size_class(numel: int) -> str:
+    bits = max(numel, 1).bit_length() - 1  # floor(log2(numel))
+    return next(name for bound, name in SIZE_CLASSES if bits < bound)
+
+
+def default(numel: int) -> Strategy:
+    """Staged 16-byte vectors; fewer rounds and threads per CTA as arrays shrink, so that
+    there are still a CTA or two per SM (an H100 has 132)."""
+    if numel >= 1 << 22:
+        return Strategy(threads=256, vector_bytes=16, rounds=4, stage=4)
+    if numel >= 1 << 19:
+        return Strategy(threads=256, vector_bytes=16, rounds=2, stage=2)
+    return Strategy(threads=128, vector_bytes=16, rounds=1, stage=1)
+
+
+def tuning_file(chip: str) -> Path:
+    return _runtime.cache_directory() / f"ops-tuning-{chip}.json"
+
+
+def key(family: str, dtype: str, numel: int) -> str:
+    return f"{family}/{dtype}/{size_class(numel)}"
+
+
+@cache
+def _choices(chip: str) -> dict[str, Strategy]:
+    path = tuning_file(chip)
+    try:
+        data = json.loads(path.read_text())
+        return {k: Strategy(**v) for k, v in data.get("choices", {}).items()}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+_forced: list[Strategy] = []
+
+
+def force(choice: Strategy | None) -> None:
+    """Make every op run with `choice` (the autotuner's candidates); None: choose again."""
+    _forced[:] = [choice] if choice is not None else []
+    for listener in listeners:
+        listener()
+
+
+def choose(family: str, dtype: str, numel: int, chip: str | None) -> Strategy:
+    """The forced strategy, else the tuned one for the op's family, dtype and size, else
+    the default."""
+    if _forced:
+        return _forced[0]
+    if chip is not None:
+        tuned = _choices(chip).get(key(family, dtype, numel))
+        if tuned is not None:
+            return tuned
+    return default(numel)
+
+
+def save(chip: str, choices: dict[str, Strategy], meta: dict[str, Any]) -> Path:
+    """Write (merge into) the tuning file, atomically; returns its path."""
+    path = tuning_file(chip)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    merged = {k: asdict(v) for k, v in _choices(chip).items()}
+    merged.update({k: asdict(v) for k, v in choices.items()})
+    temporary = path.with_suffix(f".tmp{id(choices)}")
+    temporary.write_text(json.dumps({"meta": meta, "choices": merged}, indent=1,
+                                    sort_keys=True))
+    temporary.replace(path)
+    _choices.cache_clear()
+    for listener in listeners:
+        listener()
+    return path

@@ -1,0 +1,6 @@
+# mypy shim: the bindings' `mlir.execution_engine` (the tests' host emulator JITs with it).
+from typing import Any
+
+class ExecutionEngine:
+    def __init__(self, module: Any, opt_level: int = 2, shared_libs: Any = None) -> None: ...
+    def invoke(self, name: str, *ctypes_args: Any) -> None: ...
