@@ -96,6 +96,23 @@ def test_generated_launcher_follows_the_signature(fake: tuple[FakeDriver, Any]) 
                       [0x9000, 4.0, 0xA000]]
 
 
+def test_grid_per_call_takes_the_generated_launcher(fake: tuple[FakeDriver, Any]) -> None:
+    """The op library sizes the grid per call; the kernel's known grid is the default."""
+    drv, _ = fake
+    spec = KernelSpec("k", "m", SPEC.params, block=(128, 1, 1), grid=None)
+    kernel = Kernel(spec, function="f")
+    with pytest.raises(ArgumentError, match="does not fix its grid size"):
+        kernel(0x1000, 1.0, 0x2000)
+    kernel(0x1000, 1.0, 0x2000, grid=(7,))
+    fast = kernel._fast
+    kernel(0x1100, 2.0, 0x2100, grid=(9, 2, 1))
+    assert kernel._fast is fast
+    assert [(launch.grid, launch.block) for launch in drv.launches] == [
+        ((7, 1, 1), (128, 1, 1)), ((9, 2, 1), (128, 1, 1))]
+    with pytest.raises(ArgumentError, match="does not fix its grid size"):
+        kernel(0x1000, 1.0, 0x2000)  # still no default grid
+
+
 def test_explicit_streams(fake: tuple[FakeDriver, Any]) -> None:
     drv, torch = fake
     kernel = Kernel(SPEC, function="f")

@@ -80,8 +80,6 @@ class Kernel:
         self._plans: dict[tuple[type, ...], _Plan] = {}
         self._fast: Any = None  # the generated launcher of the last signature (see below)
         self._arity = len(spec.params)
-        known = spec.grid is not None and spec.block is not None
-        self._known_dims = _dims(spec.grid or (), spec.block or ()) if known else None
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.dtype}{list(p.shape) if p.is_memref else ''}"
@@ -121,19 +119,19 @@ class Kernel:
     def __call__(self, *args: Any, grid: Sequence[int] | None = None,
                  block: Sequence[int] | None = None, stream: Any = None) -> None:
         fast = self._fast
-        if fast is not None and len(args) == self._arity and grid is None and \
-                block is None and fast(*args, stream):
+        if fast is not None and len(args) == self._arity and block is None and \
+                fast(*args, stream, grid):
             return
         types = tuple(map(type, args))
         plan = self._plans.get(types)
         if plan is None or plan.owner != threading.get_ident():
             plan = self._plan(args)
-        dims = self._known_dims
-        if dims is None or grid is not None or block is not None or plan.staged:
-            self._call_slow(plan, args, self._launch_dims(grid, block), stream)
+        dims = self._launch_dims(grid, block)
+        if self.spec.block is None or block is not None or plan.staged:
+            self._call_slow(plan, args, dims, stream)
             return
-        self._fast = _fast_launcher(self, plan, types, dims)
-        self._fast(*args, stream)
+        self._fast = _fast_launcher(self, plan, types)
+        self._fast(*args, stream, grid)
 
     def _launch(self, plan: _Plan, dims: Dims, stream: int) -> None:
         err = plan.launch(self.function, *dims, 0, stream, plan.address, 0)[0]
@@ -180,28 +178,36 @@ class Kernel:
                 for p in self.spec.params if p.is_memref and p.writes]
 
 
-def _fast_launcher(kernel: Kernel, plan: _Plan, types: tuple[type, ...], dims: Dims
-                   ) -> Any:
+def _fast_launcher(kernel: Kernel, plan: _Plan, types: tuple[type, ...]) -> Any:
     """A launcher written for one argument-type signature and thread, as Triton writes
-    its launchers: the type checks, each argument's binder and slot, the stream and
-    cuLaunchKernel with the constants bound by name, with no loop, tuple or dict per
-    call. It answers False (and launches nothing) when the argument types or the
-    thread differ, and the caller takes the general path."""
+    its launchers: the type checks, each argument's binder and slot, the stream, the
+    grid (the kernel's own, or the call's) and cuLaunchKernel with the constants bound
+    by name, with no loop, tuple or dict per call. It answers False (and launches
+    nothing) when the argument types or the thread differ, or no grid is known, and the
+    caller takes the general path (which raises the errors)."""
     n = len(types)
     names = [f"a{i}" for i in range(n)]
     same = [f"type(a{i}) is T{i}" for i in range(n)] + ["get_ident() == OWNER"]
-    source = (f"def fast({', '.join([*names, 'stream'])}):\n"
+    source = (f"def fast({', '.join([*names, 'stream', 'grid'])}):\n"
               f"    if not ({' and '.join(same)}):\n        return False\n"
+              "    if grid is None:\n"
+              "        if GRID is None:\n            return False\n"
+              "        gx, gy, gz = GRID\n"
+              "    else:\n"
+              "        gx, gy, gz = (*grid, 1, 1)[:3]\n"
               + "".join(f"    S{i}.value = B{i}(a{i})\n" for i in range(n))
               + "    handle = STREAM() if stream is None else HANDLE(stream)\n"
-              "    err = LAUNCH(F, GX, GY, GZ, BX, BY, BZ, 0, handle, ADDRESS, 0)[0]\n"
-              "    if err:\n        RETRY(err, handle)\n"
+              "    err = LAUNCH(F, gx, gy, gz, BX, BY, BZ, 0, handle, ADDRESS, 0)[0]\n"
+              "    if err:\n        RETRY(err, handle, (gx, gy, gz, BX, BY, BZ))\n"
               "    return True\n")
+    block = kernel.spec.block
+    assert block is not None
     namespace: dict[str, Any] = {
         "get_ident": threading.get_ident, "OWNER": plan.owner, "STREAM": plan.stream,
         "HANDLE": arrays.stream_handle, "LAUNCH": plan.launch, "F": kernel.function,
-        "ADDRESS": plan.address, "RETRY": lambda err, h: kernel._retry(plan, dims, h, err),
-        **dict(zip(("GX", "GY", "GZ", "BX", "BY", "BZ"), dims, strict=True)),
+        "ADDRESS": plan.address, "GRID": kernel.spec.grid,
+        "RETRY": lambda err, h, dims: kernel._retry(plan, dims, h, err),
+        "BX": block[0], "BY": block[1], "BZ": block[2],
         **{f"T{i}": t for i, t in enumerate(types)},
         **{f"B{i}": b for i, b in enumerate(plan.binders)},
         **{f"S{i}": s for i, s in enumerate(plan.slots)},
