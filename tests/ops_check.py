@@ -197,11 +197,22 @@ def _api_form(case: Case, args: list[Any], converted: list[Any], compute: str) -
     return case.row.ref(*converted)
 
 
+def _cast_number(case: Case, position: int, value: Any) -> Any:
+    """A Python number standing for a tensor operand, cast to the narrow common dtype as
+    torch casts it (lerp's weight and nan_to_num's replacements are parameters)."""
+    narrow = DTYPES[case.dtype].is_float and DTYPES[case.dtype].bits < 32
+    parameter = (case.op == "lerp" and position == 2) or case.op == "nan_to_num"
+    if case.shapes[position] is not None or not narrow or parameter:
+        return value
+    return _round(np.asarray(float(value)), case.dtype)
+
+
 def expected(case: Case, args: list[Any]) -> np.ndarray:
     """The result torch defines, from the registry's reference in the compute type."""
     row = case.row
     compute = opmath(case.result if row.out != "bool" else case.dtype)
-    converted = [np.asarray(a) if n in row.keep else _to_compute(a, compute)
+    converted = [np.asarray(a) if n in row.keep else _to_compute(_cast_number(case, n, a),
+                                                                  compute)
                  for n, a in enumerate(args)]
     with np.errstate(all="ignore"):
         result = np.asarray(_api_form(case, args, converted, compute))

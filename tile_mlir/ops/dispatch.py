@@ -36,6 +36,9 @@ class Arg:
     name: str
     value: Any
     promotes: bool = True  # takes part in the result's type promotion
+    # A Python number here stands for a tensor operand, which torch casts to the common
+    # dtype before the kernel; False for torch's Scalar parameters (lerp's weight).
+    cast: bool = True
 
 
 @dataclass(frozen=True)
@@ -114,11 +117,15 @@ def _torch_name(dtype: str) -> str:
 # ---------------------------------------------------------------- scalars
 
 
-def scalar_value(scalar: Scalar, dtype: str, name: str) -> bool | int | float:
-    """A scalar as the kernel takes it, in `dtype` (the op's compute type)."""
+def scalar_value(scalar: Scalar, dtype: str, name: str, round_to: str | None = None
+                 ) -> bool | int | float:
+    """A scalar as the kernel takes it, in `dtype` (the op's compute type), rounded
+    first to `round_to` when given (see Call.round_to)."""
     value = scalar.value
     kind = DTYPES[dtype].kind
     if kind == "float":
+        if round_to is not None:
+            return float(np.asarray(float(value), dtype=DTYPES[round_to].np_dtype()))
         return float(value)
     if kind == "bool":
         return bool(value)
@@ -164,6 +171,11 @@ class Call:
     result: str  # the result dtype
     compute: str  # the dtype scalars are passed in
     shape: tuple[int, ...]
+    # Per input: the dtype a Python number there is rounded to before the kernel sees
+    # it. torch's TensorIterator casts a number standing for a tensor operand to the
+    # common dtype (measured on an H200: x_bf16 == s and remainder(x_f16, s) see
+    # bf16(s) and f16(s)); parameters (alpha, a reciprocal, replacements) stay as given.
+    round_to: tuple[str | None, ...]
 
 
 def result_type(op: str, args: Sequence[Arg]) -> str:
@@ -190,7 +202,10 @@ def resolve(op: str, args: Sequence[Arg], result: str | None = None, what: str =
     shape = layout.broadcast_shapes([o.shape for _, o in arrays],
                                     [f"argument '{n}'" for n, _ in arrays])
     compute = opmath(common if row.out == "bool" else dtype)
-    return Call(row, [a.name for a in args], operands, dtype, compute, shape)
+    narrow = DTYPES[common].is_float and DTYPES[common].bits < 32
+    round_to = tuple(common if narrow and a.promotes and a.cast and isinstance(o, Scalar)
+                     else None for a, o in zip(args, operands, strict=True))
+    return Call(row, [a.name for a in args], operands, dtype, compute, shape, round_to)
 
 
 Record = Callable[["Prepared", Any], None]
@@ -402,5 +417,5 @@ def kernel_arguments(call: Call, sig: Signature, view: layout.Coalesced,
             array_args(n)
         else:
             slots.append(Slot(len(args), n, scalar=True))
-            args.append(scalar_value(operand, call.compute, name))
+            args.append(scalar_value(operand, call.compute, name, call.round_to[n]))
     return args, slots

@@ -33,6 +33,7 @@ class Plan:
     kernel: Any
     ready: Prepared
     compute: str  # the dtype scalars are passed in
+    round_to: tuple[str | None, ...]  # per input, see dispatch.Call
     names: tuple[str, ...]
     shape: tuple[int, ...]  # the result's
     dtype: Any  # the result's torch dtype
@@ -93,7 +94,8 @@ def call(op: str, args: Sequence[Arg], out: Any, result: str | None) -> Any:
         if slot.scalar:  # a Python number (the key says so)
             number = dispatch.Scalar(args[slot.operand].value, "", 0)
             values[slot.position] = dispatch.scalar_value(number, plan.compute,
-                                                          plan.names[slot.operand])
+                                                          plan.names[slot.operand],
+                                                          plan.round_to[slot.operand])
         else:
             tensor = out if slot.operand < 0 else args[slot.operand].value
             values[slot.position] = tensor.data_ptr() - slot.misalignment
@@ -137,7 +139,7 @@ def recorder(op: str, args: Sequence[Arg], out: Any, result: str | None,
         if len(_PLANS) >= LIMIT:
             _PLANS.clear()
         first = next(a.value for a in args if type(a.value) not in _NUMBERS)
-        _PLANS[plan_key] = Plan(kernel, ready, call_.compute, tuple(call_.names),
+        _PLANS[plan_key] = Plan(kernel, ready, call_.compute, call_.round_to, tuple(call_.names),
                                 tuple(call_.shape), getattr(torch, DTYPES[call_.result].numpy),
                                 first.get_device())
 

@@ -233,7 +233,8 @@ def pow(input: Any, exponent: Any, *, out: Any = None) -> Any:  # noqa: A001, A0
 
 def lerp(input: Any, end: Any, weight: Any, *, out: Any = None) -> Any:  # noqa: A002
     """input + weight * (end - input), torch's two-sided formula. As torch.lerp."""
-    return _run("lerp", [Arg("input", input), Arg("end", end), Arg("weight", weight)], out)
+    return _run("lerp", [Arg("input", input), Arg("end", end),
+                         Arg("weight", weight, cast=False)], out)
 
 
 # ---------------------------------------------------------------- comparison
