@@ -198,11 +198,13 @@ def _api_form(case: Case, args: list[Any], converted: list[Any], compute: str) -
 
 
 def _cast_number(case: Case, position: int, value: Any) -> Any:
-    """A Python number standing for a tensor operand, cast to the narrow common dtype as
-    torch casts it (lerp's weight and nan_to_num's replacements are parameters)."""
-    narrow = DTYPES[case.dtype].is_float and DTYPES[case.dtype].bits < 32
-    parameter = (case.op == "lerp" and position == 2) or case.op == "nan_to_num"
-    if case.shapes[position] is not None or not narrow or parameter:
+    """A Python number as the kernel sees it: cast to f16/bf16 first for the ops whose
+    torch kernels do so (dispatch.CASTS_NUMBERS)."""
+    from tile_mlir.ops.dispatch import CASTS_NUMBERS
+
+    op = "pow_scalar" if case.op == "pow" else case.op
+    if case.shapes[position] is not None or case.dtype not in ("f16", "bf16") or \
+            op not in CASTS_NUMBERS:
         return value
     return _round(np.asarray(float(value)), case.dtype)
 

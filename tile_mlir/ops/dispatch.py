@@ -117,6 +117,13 @@ def _torch_name(dtype: str) -> str:
 # ---------------------------------------------------------------- scalars
 
 
+CASTS_NUMBERS = frozenset(("eq", "ne", "gt", "lt", "ge", "le", "remainder", "pow_scalar"))
+"""Ops whose torch CUDA kernels see a Python number cast to the f16/bf16 tensor's dtype
+first: measured against torch on an H200, `x_bf16 == s`, `remainder(x_f16, s)` and
+`x_f16 ** s` see bf16(s) and f16(s), while add, sub, mul and floor_divide take the
+number as it is (in float, torch's opmath type)."""
+
+
 def scalar_value(scalar: Scalar, dtype: str, name: str, round_to: str | None = None
                  ) -> bool | int | float:
     """A scalar as the kernel takes it, in `dtype` (the op's compute type), rounded
@@ -172,9 +179,7 @@ class Call:
     compute: str  # the dtype scalars are passed in
     shape: tuple[int, ...]
     # Per input: the dtype a Python number there is rounded to before the kernel sees
-    # it. torch's TensorIterator casts a number standing for a tensor operand to the
-    # common dtype (measured on an H200: x_bf16 == s and remainder(x_f16, s) see
-    # bf16(s) and f16(s)); parameters (alpha, a reciprocal, replacements) stay as given.
+    # it (see CASTS_NUMBERS).
     round_to: tuple[str | None, ...]
 
 
@@ -202,8 +207,8 @@ def resolve(op: str, args: Sequence[Arg], result: str | None = None, what: str =
     shape = layout.broadcast_shapes([o.shape for _, o in arrays],
                                     [f"argument '{n}'" for n, _ in arrays])
     compute = opmath(common if row.out == "bool" else dtype)
-    narrow = DTYPES[common].is_float and DTYPES[common].bits < 32
-    round_to = tuple(common if narrow and a.promotes and a.cast and isinstance(o, Scalar)
+    casts = common in ("f16", "bf16") and row.name in CASTS_NUMBERS
+    round_to = tuple(common if casts and a.promotes and a.cast and isinstance(o, Scalar)
                      else None for a, o in zip(args, operands, strict=True))
     return Call(row, [a.name for a in args], operands, dtype, compute, shape, round_to)
 
