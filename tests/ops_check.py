@@ -194,7 +194,16 @@ def _api_form(case: Case, args: list[Any], converted: list[Any], compute: str) -
         name = special or "pow_scalar"
         operands = converted[:1] if special else converted
         return op_table.ELEMENTWISE[name].ref(*operands)
-    return case.row.ref(*converted)
+    storage = {"storage": case.result} if case.row.storage else {}
+    if case.op == "floor_divide" and case.shapes[1] is None and case.shapes[0] is not None \
+            and DTYPES[case.result].is_float:
+        with np.errstate(all="ignore"):
+            b32 = np.float32(args[1])
+            inverse32 = np.float32(1.0) / b32
+        return op_table.ELEMENTWISE["floor_divide_scalar"].ref(
+            converted[0], _to_compute(b32, compute), _to_compute(inverse32, compute),
+            **storage)
+    return case.row.ref(*converted, **storage)
 
 
 def _cast_number(case: Case, position: int, value: Any) -> Any:

@@ -222,8 +222,10 @@ class Compute:
 
     def finish(self, args: list[ir.Value], at: dict[int, Address], vec: int) -> None:
         """The body on loaded inputs, converted to dst's type and stored at `at`."""
-        result = self.row.body(args, value_type(self.compute, vec))
         dst = self.info.dst
+        ty = value_type(self.compute, vec)
+        result = self.row.body(args, ty, storage=dst.dtype.name) if self.row.storage else \
+            self.row.body(args, ty)
         store(convert(result, self.result, dst.dtype, vec), at[dst.index], dst.dtype, vec)
 
     def apply(self, at: dict[int, Address], vec: int,

@@ -56,6 +56,9 @@ class EwOp:
     keep: tuple[int, ...] = ()  # inputs kept in their own type (tested for truth)
     scalar_only: tuple[int, ...] = ()  # inputs that must be scalars (fill's value)
     exact: bool = False  # exact or correctly rounded: bit for bit torch's result
+    # torch rounds an intermediate to the result's type (scalar_t arithmetic): the body
+    # and the reference take that type's name as the keyword `storage`
+    storage: bool = False
 
     def promoted(self, inputs: Sequence[str], dst: str) -> str:
         """The type the inputs (and dst, unless a predicate) promote to."""
@@ -139,7 +142,8 @@ _ROWS = (
     EwOp("div", 2, b.arith_op("divf"), r.div, F, "float", "binary_arith", exact=True),
     _binary("remainder", b.remainder, r.remainder),
     _binary("pow", b.pow_, r.pow_, exact=False),
-    _binary("floor_divide", b.floor_divide, r.floor_divide),
+    EwOp("floor_divide", 2, b.floor_divide, r.floor_divide, FI, "same", "binary_arith",
+         exact=True, storage=True),
     EwOp("lerp", 3, b.lerp, r.lerp, F, "same", "binary_arith"),
     _binary("maximum", b.maximum, r.maximum, dtypes=FIB, native=HALVES),
     _binary("minimum", b.minimum, r.minimum, dtypes=FIB, native=HALVES),
@@ -165,6 +169,8 @@ _ROWS = (
     # internal helpers of the operator library
     EwOp("add_alpha", 3, b.add_alpha, r.add_alpha, FI, "same", "internal"),
     EwOp("div_trunc", 2, b.div_trunc, r.div_trunc, FI, "same", "internal", exact=True),
+    EwOp("floor_divide_scalar", 3, b.floor_divide_scalar, r.floor_divide_scalar, F, "same",
+         "internal", scalar_only=(1, 2), exact=True, storage=True),
     EwOp("pow_scalar", 2, b.pow_scalar, r.pow_scalar, FI, "same", "internal",
          scalar_only=(1,)),
     EwOp("cast", 1, b.identity, r.identity, tuple(DTYPES), "any", "internal", exact=True),

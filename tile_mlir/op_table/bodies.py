@@ -24,7 +24,7 @@ from typing import Any
 
 Value = Any  # ir.Value: the bodies are untyped builders over the generated dialect modules
 Type = Any  # ir.Type
-Body = Callable[[list[Value], Type], Value]
+Body = Callable[..., Value]  # (args, ty) -> Value; rows with `storage` take storage=name
 
 
 class _Dialects:
@@ -197,9 +197,18 @@ def div_trunc(args: list[Value], ty: Type) -> Value:
     return D.arith.divsi(*args)
 
 
-def floor_divide(args: list[Value], ty: Type) -> Value:
+def floor_divide(args: list[Value], ty: Type, storage: str | None = None) -> Value:
     a, b = args
-    return _floor_divide_float(a, b, ty) if kind(ty) == "float" else _floor_divide_int(a, b, ty)
+    if kind(ty) != "float":
+        return _floor_divide_int(a, b, ty)
+    return _floor_divide_float(a, b, D.arith.divf, ty, storage)
+
+
+def floor_divide_scalar(args: list[Value], ty: Type, storage: str | None = None) -> Value:
+    """floor_divide by a number b, given with its reciprocal: torch's kernel for a CPU
+    scalar divisor multiplies by 1/b (rounded to float) where the other divides by b."""
+    a, b, inverse = args
+    return _floor_divide_float(a, b, lambda x, _: D.arith.mulf(x, inverse), ty, storage)
 
 
 def signbit(x: Value) -> Value:
@@ -220,23 +229,38 @@ def _floor_divide_int(a: Value, b: Value, ty: Type) -> Value:
     return arith.select(fix, arith.subi(quotient, const(ty, 1)), quotient)
 
 
-def _floor_divide_float(a: Value, b: Value, ty: Type) -> Value:
+def _floor_divide_float(a: Value, b: Value, divide: Callable[[Value, Value], Value],
+                        ty: Type, storage: str | None) -> Value:
     """torch's div_floor_floating: (a - fmod(a, b)) / b, corrected toward the floor and
-    rounded to the nearest integer; IEEE a / b when b is 0; a signed zero for zero."""
+    rounded to the nearest integer; IEEE a / b when b is 0; a signed zero for zero.
+    torch keeps the floor in the result's type (scalar_t): `storage`, when narrower than
+    ty, rounds it there (which matters past 2048 for f16, 256 for bf16)."""
     arith = D.arith
     zero, one = const(ty, 0.0), const(ty, 1.0)
     mod = arith.remf(a, b)
-    quotient = arith.divf(arith.subf(a, mod), b)
+    quotient = divide(arith.subf(a, mod), b)
     differ = arith.xori(compare("lt", b, zero), compare("lt", mod, zero))
     down = arith.andi(compare("ne", mod, zero), differ)
     quotient = arith.select(down, arith.subf(quotient, one), quotient)
-    floor = D.emit.intrinsic("llvm.floor", [quotient])
+    floor = _in_storage(D.emit.intrinsic("llvm.floor", [quotient]), storage)
     up = compare("gt", arith.subf(quotient, floor), const(ty, 0.5))
-    floor = arith.select(up, arith.addf(floor, one), floor)
-    true_quotient = arith.divf(a, b)
+    floor = arith.select(up, _in_storage(arith.addf(floor, one), storage), floor)
+    true_quotient = divide(a, b)
     signed_zero = arith.select(signbit(true_quotient), const(ty, -0.0), zero)
     result = arith.select(compare("ne", quotient, zero), floor, signed_zero)
     return arith.select(compare("eq", b, zero), true_quotient, result)
+
+
+def _in_storage(x: Value, storage: str | None) -> Value:
+    """x (of the compute type) rounded to the `storage` type and back."""
+    from tile_mlir.dtypes import DTYPES, by_mlir
+    from tile_mlir.lowering.compute import convert
+
+    compute = by_mlir(str(D.emit.element_type(x.type)))
+    if storage is None or storage == compute.name:
+        return x
+    vec = D.ir.VectorType(x.type).shape[0] if isinstance(x.type, D.ir.VectorType) else 1
+    return convert(convert(x, compute, DTYPES[storage], vec), DTYPES[storage], compute, vec)
 
 
 def pow_(args: list[Value], ty: Type) -> Value:

@@ -153,19 +153,41 @@ def div_trunc(a: Array, b: Array) -> Array:
         return np.asarray(np.where((a < 0) != (b < 0), -quotient, quotient)).astype(a.dtype)
 
 
-def floor_divide(a: Array, b: Array) -> Array:
+def floor_divide(a: Array, b: Array, storage: str | None = None) -> Array:
     if not _is_float(a):
         with np.errstate(all="ignore"):
             return np.asarray(np.floor_divide(a, b))
+    return _floor_divide_float(a, b, np.divide, storage)
+
+
+def floor_divide_scalar(a: Array, b: Array, inverse: Array, storage: str | None = None
+                        ) -> Array:
+    """floor_divide by a number: torch multiplies by its reciprocal (bodies.py)."""
+    return _floor_divide_float(a, b, lambda x, _: x * inverse, storage)
+
+
+def _floor_divide_float(a: Array, b: Array, divide: Callable[[Array, Array], Array],
+                        storage: str | None) -> Array:
     with np.errstate(all="ignore"):
         mod = np.fmod(a, b)
-        quotient = (a - mod) / b
+        quotient = divide(a - mod, b)
         quotient = np.where((mod != 0) & ((b < 0) != (mod < 0)), quotient - 1, quotient)
-        floor = np.floor(quotient)
-        floor = np.where(quotient - floor > 0.5, floor + 1, floor)
-        zero = np.copysign(np.zeros_like(quotient), a / b)
+        floor = _in_storage(np.floor(quotient), storage)
+        floor = np.where(quotient - floor > 0.5, _in_storage(floor + 1, storage), floor)
+        zero = np.copysign(np.zeros_like(quotient), divide(a, b))
         result = np.where(quotient != 0, floor, zero)
-        return np.asarray(np.where(b == 0, a / b, result))
+        return np.asarray(np.where(b == 0, divide(a, b), result))
+
+
+def _in_storage(x: Array, storage: str | None) -> Array:
+    """x rounded to the `storage` type and back, as the kernels round (e4m3 saturates)."""
+    if storage is None:
+        return x
+    from tile_mlir.dtypes import DTYPES
+
+    if storage == "f8e4m3":
+        x = np.where(np.isnan(x), x, np.clip(x, -448.0, 448.0))
+    return np.asarray(x).astype(DTYPES[storage].np_dtype()).astype(np.asarray(x).dtype)
 
 
 def lerp(start: Array, end: Array, weight: Array) -> Array:

@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from tile_mlir import op_table
 from tile_mlir.dtypes import DTYPES, LIBRARY_FLOATS, lowest, max_value
 from tile_mlir.ops import dispatch, fast
@@ -161,7 +163,6 @@ def round(input: Any, *, decimals: int = 0, out: Any = None) -> Any:  # noqa: A0
 # -------------------------------------------------------------- binary_arith
 mul = _binary("mul")
 remainder = _binary("remainder")
-floor_divide = _binary("floor_divide")
 maximum = _binary("maximum")
 minimum = _binary("minimum")
 
@@ -191,7 +192,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None,  # noqa: A0
     number's reciprocal, computed in double and rounded to the compute type."""
     args = [Arg("input", input), Arg("other", other)]
     if rounding_mode == "floor":
-        return _run("floor_divide", args, out, what="div")
+        return _floor_divide(input, other, out, "div")
     if rounding_mode == "trunc":
         return _run("div_trunc", args, out, what="div")
     if rounding_mode is not None:
@@ -203,6 +204,27 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None,  # noqa: A0
         return _run("mul", [Arg("input", input), Arg("other", inverse, promotes=False)], out,
                     result=result, what="div")
     return _run("div", args, out)
+
+
+def floor_divide(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
+    """input / other rounded down. As torch.floor_divide: a float array divided by a
+    Python number is multiplied by the number's reciprocal (in float32)."""
+    return _floor_divide(input, other, out, "floor_divide")
+
+
+def _floor_divide(input: Any, other: Any, out: Any, what: str) -> Any:  # noqa: A002
+    args = [Arg("input", input), Arg("other", other)]
+    if type(other) in _NUMBERS and type(input) not in _NUMBERS:
+        result = _float_tensor_dtype(input) or dispatch.result_type("floor_divide", args)
+        if DTYPES[result].is_float:
+            with np.errstate(all="ignore"):  # 1/0 is the infinity torch multiplies by
+                divisor = np.float32(other)
+                inverse = np.float32(1.0) / divisor
+            return _run("floor_divide_scalar",
+                        [Arg("input", input), Arg("other", float(divisor), promotes=False),
+                         Arg("inverse", float(inverse), promotes=False)],
+                        out, result=result, what=what)
+    return _run("floor_divide", args, out, what=what)
 
 
 def _reciprocal(value: float) -> float:
