@@ -38,9 +38,11 @@ FI = F + INTS
 FIB = (*FI, "bool")
 IB = (*INTS, "bool")
 
-FAMILIES = ("unary_math", "binary_arith", "comparison", "bitwise", "logical", "special")
-"""The operator library's families (seed 004's part 1); other rows are the compiler's
-primitives (fill, copy, fma...) and the library's internal helpers."""
+FAMILIES = ("unary_math", "binary_arith", "activation", "fused_gated", "comparison", "bitwise",
+            "logical", "special", "rope", "dropout", "alibi", "sinusoidal")
+"""The operator library's families, in seed 004's order. A public op is a registry row
+of one of them, or a `Composite`; other rows are the compiler's primitives (fill,
+copy, fma...) and the library's internal helpers."""
 
 
 @dataclass(frozen=True)
@@ -193,8 +195,31 @@ def lookup(name: str) -> EwOp | None:
 
 
 def public_ops() -> list[EwOp]:
-    """The operator library's ops, in the table's order."""
+    """The operator library's ops that are one registry row each, in the table's order."""
     return [row for row in _ROWS if row.public]
+
+
+@dataclass(frozen=True)
+class Composite:
+    """An op of the library that is not one registry row applied to its arguments: a
+    kernel of its own shape (RoPE's rotation of pairs), or rows applied to arrays and
+    numbers the library makes (dropout's random stream, the position encodings)."""
+
+    name: str
+    family: str
+    dtypes: tuple[str, ...]
+    rows: tuple[str, ...]  # the registry rows its kernels apply
+    summary: str
+
+
+COMPOSITES: tuple[Composite, ...] = ()
+"""The library's composite ops, in seed 004's order within their families."""
+
+
+def library_ops() -> list[EwOp | Composite]:
+    """Every op of the operator library, family by family (FAMILIES' order)."""
+    ops: list[EwOp | Composite] = [*public_ops(), *COMPOSITES]
+    return sorted(ops, key=lambda op: FAMILIES.index(op.family))
 
 
 # ------------------------------------------------------------- reductions

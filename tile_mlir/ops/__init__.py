@@ -24,9 +24,9 @@ from tile_mlir.ops.functions import __all__ as _functions
 from tile_mlir.ops.reductions import amax, amin, mean, prod, sum  # noqa: A004 - torch's names
 
 
-def list_ops() -> list[op_table.EwOp]:
-    """The library's elementwise ops (registry rows), family by family."""
-    return op_table.public_ops()
+def list_ops() -> list[op_table.EwOp | op_table.Composite]:
+    """The library's elementwise ops (registry rows and composites), family by family."""
+    return op_table.library_ops()
 
 
 __all__ = [*_functions, "amax", "amin", "list_ops", "mean", "prod", "sum"]  # noqa: PLE0604

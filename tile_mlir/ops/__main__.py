@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from tile_mlir import op_table
 from tile_mlir.dtypes import DTYPES
 
 
-def _line(row: op_table.EwOp) -> str:
-    dtypes = ",".join(DTYPES[d].numpy for d in row.dtypes)
-    result = {"bool": "bool", "float": "float", "same": "same", "any": "any"}[row.out]
-    return f"{row.name:<14} arity={row.arity} family={row.family:<13} dtypes={dtypes} " \
-           f"result={result}{' exact' if row.exact else ''}"
+def _line(op: op_table.EwOp | op_table.Composite) -> str:
+    dtypes = ",".join(DTYPES[d].numpy for d in op.dtypes)
+    if isinstance(op, op_table.Composite):
+        return f"{op.name:<17} composite family={op.family:<13} dtypes={dtypes} " \
+               f"rows={','.join(op.rows)}"
+    return f"{op.name:<17} arity={op.arity} family={op.family:<13} dtypes={dtypes} " \
+           f"result={op.out}{' exact' if op.exact else ''}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,9 +29,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.list:
         parser.print_help()
         return 0
-    rows = op_table.ELEMENTWISE.values() if args.all else op_table.public_ops()
-    for row in rows:
-        print(_line(row))
+    listed: list[op_table.EwOp | op_table.Composite] = op_table.library_ops()
+    if args.all:
+        listed += [row for row in op_table.ELEMENTWISE.values() if not row.public]
+    try:
+        print("\n".join(_line(op) for op in listed), flush=True)
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
