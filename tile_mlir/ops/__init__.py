@@ -8,6 +8,8 @@ every op made of tile programs compiled through the tile passes (and cached).
     m = ops.gt(x, 0.5)                         # bool, as torch.gt
     z = ops.where(m, x, 0.0, out=torch.empty_like(x))
     s = ops.sum(x, dim=-1)                     # reductions (ops/reductions.py)
+    tops = ops.torch_ops()                     # the same as torch custom ops, for
+    f = torch.compile(lambda x: tops.exp(x), fullgraph=True)  # torch.compile
 
 The elementwise ops are seed 004's family: each is a row of the registry
 (tile_mlir.op_table) and runs as a tile program generated for it
@@ -18,10 +20,15 @@ each op (see docs/ops.md for the exceptions).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tile_mlir import op_table
 from tile_mlir.ops.functions import *  # noqa: F403 - the elementwise functions
 from tile_mlir.ops.functions import __all__ as _functions
 from tile_mlir.ops.reductions import amax, amin, mean, prod, sum  # noqa: A004 - torch's names
+
+if TYPE_CHECKING:
+    from tile_mlir.ops.torch_library import TorchOps
 
 
 def list_ops() -> list[op_table.EwOp | op_table.Composite]:
@@ -29,4 +36,14 @@ def list_ops() -> list[op_table.EwOp | op_table.Composite]:
     return op_table.library_ops()
 
 
-__all__ = [*_functions, "amax", "amin", "list_ops", "mean", "prod", "sum"]  # noqa: PLE0604
+def torch_ops() -> TorchOps:
+    """The library's ops as torch custom ops (`torch.ops.tile_mlir.*`), which
+    torch.compile(fullgraph=True) traces through; registered on the first call (needs
+    torch). See ops/torch_library.py."""
+    from tile_mlir.ops import torch_library
+
+    return torch_library.torch_ops()
+
+
+__all__ = [*_functions, "amax", "amin", "list_ops", "mean", "prod", "sum",  # noqa: PLE0604
+           "torch_ops"]
