@@ -293,8 +293,23 @@ _erf64 = np.vectorize(math.erf, otypes=[np.float64])
 elu = in_float64(lambda x, alpha: np.where(x > 0, x, np.expm1(x) * alpha))
 selu = in_float64(lambda x: np.where(x > 0, x * _f32(_SELU_SCALE),
                                      np.expm1(x) * _f32(_f32(_SELU_ALPHA) * _f32(_SELU_SCALE))))
-sigmoid = in_float64(lambda x: 1.0 / (1.0 + np.exp(-x)))
-silu = in_float64(lambda x: x / (1.0 + np.exp(-x)))
+
+
+def _exp_in(x: Array) -> Array:
+    """exp(-x) for sigmoid and silu, rounded to x's type: infinite where the kernel's
+    overflows (silu(-100) is -0 in torch's float formula, not -3.7e-42)."""
+    with np.errstate(all="ignore"):
+        return np.exp(-np.asarray(x, np.float64)).astype(np.asarray(x).dtype)
+
+
+def sigmoid(x: Array) -> Array:
+    return in_float64(lambda x, e: 1.0 / (1.0 + e))(x, _exp_in(x))
+
+
+def silu(x: Array) -> Array:
+    return in_float64(lambda x, e: x / (1.0 + e))(x, _exp_in(x))
+
+
 tanh = in_float64(np.tanh)
 gelu = in_float64(lambda x: x * 0.5 * (1.0 + _erf64(x * math.sqrt(0.5))))
 gelu_tanh = in_float64(lambda x: 0.5 * x * (1.0 + np.tanh(
@@ -334,7 +349,12 @@ def _gated(activation: Callable[[Array], Array]) -> Reference:
     return in_float64(lambda a, b: activation(a) * b)
 
 
-silu_and_mul = _gated(lambda a: a / (1.0 + np.exp(-a)))
+
+
+def silu_and_mul(a: Array, b: Array) -> Array:
+    return in_float64(lambda a, e, b: a / (1.0 + e) * b)(a, _exp_in(a), b)
+
+
 gelu_and_mul = _gated(lambda a: a * 0.5 * (1.0 + _erf64(a * math.sqrt(0.5))))
 gelu_tanh_and_mul = _gated(lambda a: 0.5 * a * (1.0 + np.tanh(
     math.sqrt(2.0 / math.pi) * (a + 0.044715 * a * a * a))))
