@@ -8,6 +8,7 @@ every op made of tile programs compiled through the tile passes (and cached).
     m = ops.gt(x, 0.5)                         # bool, as torch.gt
     z = ops.where(m, x, 0.0, out=torch.empty_like(x))
     s = ops.sum(x, dim=-1)                     # reductions (ops/reductions.py)
+    h = ops.silu_and_mul(torch.cat([x, x], -1))  # activations (ops/activations.py)
     tops = ops.torch_ops()                     # the same as torch custom ops, for
     f = torch.compile(lambda x: tops.exp(x), fullgraph=True)  # torch.compile
 
@@ -23,6 +24,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tile_mlir import op_table
+from tile_mlir.ops.activations import *  # noqa: F403 - activations, fused gated ones
+from tile_mlir.ops.activations import __all__ as _activations
 from tile_mlir.ops.functions import *  # noqa: F403 - the elementwise functions
 from tile_mlir.ops.functions import __all__ as _functions
 from tile_mlir.ops.reductions import amax, amin, mean, prod, sum  # noqa: A004 - torch's names
@@ -45,5 +48,5 @@ def torch_ops() -> TorchOps:
     return torch_library.torch_ops()
 
 
-__all__ = [*_functions, "amax", "amin", "list_ops", "mean", "prod", "sum",  # noqa: PLE0604
-           "torch_ops"]
+__all__ = [*_functions, *_activations, "amax", "amin", "list_ops", "mean", "prod",  # noqa: PLE0604
+           "sum", "torch_ops"]

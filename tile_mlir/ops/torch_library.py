@@ -329,6 +329,10 @@ def _div_row(args: Mapping[str, Any]) -> str:
     return {"trunc": "div_trunc", "floor": "floor_divide"}.get(args["rounding_mode"], "div")
 
 
+def _float(name: str, default: float) -> Param:
+    return Param(name, "float", default)
+
+
 OPS: tuple[Entry, ...] = (
     # unary_math
     Entry("exp", UNARY),
@@ -359,6 +363,25 @@ OPS: tuple[Entry, ...] = (
     Entry("lerp", LERP),
     Entry("maximum", BINARY),
     Entry("minimum", BINARY),
+    # activation
+    Entry("relu", UNARY),
+    Entry("gelu", UNARY, (Param("approximate", "str", "none"),)),
+    Entry("silu", UNARY),
+    Entry("sigmoid", UNARY),
+    Entry("tanh", UNARY),
+    Entry("leaky_relu", UNARY, (_float("negative_slope", 0.01),)),
+    Entry("elu", UNARY, (_float("alpha", 1.0),)),
+    Entry("selu", UNARY),
+    Entry("hardswish", UNARY),
+    Entry("hardsigmoid", UNARY),
+    Entry("hardtanh", UNARY, (_float("min_val", -1.0), _float("max_val", 1.0))),
+    Entry("softplus", UNARY, (_float("beta", 1.0), _float("threshold", 20.0))),
+    Entry("mish", UNARY),
+    Entry("prelu", WEIGHTED),
+    # fused_gated: (..., 2N) -> (..., N)
+    Entry("silu_and_mul", GATED),
+    Entry("gelu_and_mul", GATED),
+    Entry("gelu_tanh_and_mul", GATED),
     # comparison
     Entry("eq", BINARY),
     Entry("ne", BINARY),
@@ -393,30 +416,7 @@ OPS: tuple[Entry, ...] = (
 """The library's ops, seed 004's families in order, then the reductions."""
 
 
-def _float(name: str, default: float) -> Param:
-    return Param(name, "float", default)
-
-
 PENDING: tuple[Entry, ...] = (
-    # activation
-    Entry("relu", UNARY),
-    Entry("gelu", UNARY, (Param("approximate", "str", "none"),)),
-    Entry("silu", UNARY),
-    Entry("sigmoid", UNARY),
-    Entry("tanh", UNARY),
-    Entry("leaky_relu", UNARY, (_float("negative_slope", 0.01),)),
-    Entry("elu", UNARY, (_float("alpha", 1.0),)),
-    Entry("selu", UNARY),
-    Entry("hardswish", UNARY),
-    Entry("hardsigmoid", UNARY),
-    Entry("hardtanh", UNARY, (_float("min_val", -1.0), _float("max_val", 1.0))),
-    Entry("softplus", UNARY, (_float("beta", 1.0), _float("threshold", 20.0))),
-    Entry("mish", UNARY),
-    Entry("prelu", WEIGHTED),
-    # fused_gated: (..., 2N) -> (..., N)
-    Entry("silu_and_mul", GATED),
-    Entry("gelu_and_mul", GATED),
-    Entry("gelu_tanh_and_mul", GATED),
     # rope: (query, key, positions, *, cos_sin_cache, rotary_dim) -> (query, key); the
     # variants' own keyword parameters (scaling factors...) go in `extra`, keyword=True
     Entry("rope_neox", ROPE),
