@@ -8,6 +8,7 @@ every op made of tile programs compiled through the tile passes (and cached).
     m = ops.gt(x, 0.5)                         # bool, as torch.gt
     z = ops.where(m, x, 0.0, out=torch.empty_like(x))
     s = ops.sum(x, dim=-1)                     # reductions (ops/reductions.py)
+    d = ops.dropout(x, 0.1)                    # Philox in the kernel (ops/generators.py)
 
 The elementwise ops are seed 004's family: each is a row of the registry
 (tile_mlir.op_table) and runs as a tile program generated for it
@@ -21,6 +22,14 @@ from __future__ import annotations
 from tile_mlir import op_table
 from tile_mlir.ops.functions import *  # noqa: F403 - the elementwise functions
 from tile_mlir.ops.functions import __all__ as _functions
+from tile_mlir.ops.generators import (
+    alibi,
+    dropout,
+    get_rng_state,
+    manual_seed,
+    set_rng_state,
+    sinusoidal,
+)
 from tile_mlir.ops.reductions import amax, amin, mean, prod, sum  # noqa: A004 - torch's names
 
 
@@ -29,4 +38,6 @@ def list_ops() -> list[op_table.EwOp | op_table.Composite]:
     return op_table.library_ops()
 
 
-__all__ = [*_functions, "amax", "amin", "list_ops", "mean", "prod", "sum"]  # noqa: PLE0604
+__all__ = [*_functions, "alibi", "amax", "amin", "dropout",  # noqa: PLE0604
+           "get_rng_state", "list_ops", "manual_seed", "mean", "prod", "set_rng_state",
+           "sinusoidal", "sum"]
