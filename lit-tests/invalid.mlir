@@ -199,3 +199,13 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>, %n: i64, %base: i32) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    // expected-error@+1 {{input 2 of 'alibi_bias' is its index base: an i64 scalar, not i32}}
+    "tile.elementwise"(%a, %n, %n, %base) {op = "alibi_bias", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (memref<64xf32>, i64, i64, i32) -> ()
+    gpu.return
+  }
+}

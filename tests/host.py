@@ -63,8 +63,22 @@ _FP8_CALLS = [
 ]
 
 
+# NVVM's integer intrinsics the kernels call (Philox's mul.hi.u32), as host functions.
+_INTRINSIC_CALLS = [
+    (re.compile(r'llvm\.call_intrinsic "llvm\.nvvm\.mulhi\.ui"\((%[\w#-]+), (%[\w#-]+)\) '
+                r': \(i32, i32\) -> i32'),
+     r"func.call @__mulhi_ui(\1, \2) : (i32, i32) -> i32"),
+]
+
+INTRINSIC_HELPERS = """
+  func.func private @__mulhi_ui(%a: i32, %b: i32) -> i32 {
+    %lo, %hi = arith.mului_extended %a, %b : i32
+    func.return %hi : i32
+  }"""
+
+
 def _host_conversions(text: str) -> str:
-    for pattern, call in _FP8_CALLS:
+    for pattern, call in _FP8_CALLS + _INTRINSIC_CALLS:
         text = pattern.sub(call, text)
     return text
 
@@ -201,6 +215,7 @@ def host_module(text: str) -> tuple[str, list[tuple[str, str]], int]:
     types = ", ".join(t for _, t in args)
     host = f"""module {{
 {FP8_HELPERS}
+{INTRINSIC_HELPERS}
   func.func private @{name}(%tid_h: index, %bid_h: index, {params}) {{
 {body}    func.return
   }}

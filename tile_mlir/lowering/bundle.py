@@ -12,6 +12,9 @@ register-to-register elementwise ops and copies between registers and memory.
 Accesses along the innermost dimension are grouped into vectors when the
 register layout keeps it in registers and every operand allows it (packed
 `f16x2` for register arithmetic; up to 16 bytes for copies).
+
+An indexed row (compute.py) gets each access's row-major index over the
+logical tile from the thread's coordinates.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from mlir.dialects import arith, scf
 from tile_mlir.layout import TileLayout
 from tile_mlir.lowering.access import Access
 from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.compute import Compute
+from tile_mlir.lowering.compute import Compute, row_major
 from tile_mlir.lowering.emit import const_index, scope_thread_index
 
 
@@ -137,7 +140,9 @@ def _walk(accesses: list[Access], compute: Compute, bundle: Bundle,
         complete = [c for c in coords if c is not None]
         assert len(complete) == anchor.rank
         vec = bundle.vec
-        compute.apply({a.index: a.address(complete) for a in accesses}, vec)
+        index = row_major(complete, [const_index(s) for s in anchor.shape]) \
+            if compute.indexed else None
+        compute.apply({a.index: a.address(complete) for a in accesses}, vec, index=index)
         return
     if coords[dim] is not None:
         _walk(accesses, compute, bundle, coords, dim + 1)

@@ -18,6 +18,12 @@ Two element types need care in memory:
   right for e4m3fn (no Inf: overflow gives +-448, NaN stays NaN), while e5m2
   keeps Inf (as torch's `.to(float8_e5m2)`): its saturated results move up
   one step, to Inf.
+
+Indexed rows (op_table: the generators) take, in place of their last input
+(the index base, an i64 scalar), each element's position: base + the element's
+linear index in dst's row-major order. The variant says where an access
+starts, as `index` (dst's row-major index of the access's first element); lane
+l of a vector access is at index + l.
 """
 
 from __future__ import annotations
@@ -204,6 +210,17 @@ def row_of(info: OpInfo) -> op_table.EwOp:
     return row
 
 
+def row_major(indices: list[ir.Value], sizes: list[ir.Value]) -> ir.Value:
+    """The row-major linear index of `indices` over dims of `sizes` (the first size is
+    not needed): ((i0 * s1 + i1) * s2 + i2)...; 0 for a 0-d tile."""
+    if not indices:
+        return const(ir.IndexType.get(), 0)
+    linear = indices[0]
+    for index, size in zip(indices[1:], sizes[1:], strict=True):
+        linear = arith.addi(arith.muli(linear, size), index)
+    return linear
+
+
 class Compute:
     """Builds dst[at] = row(inputs[at]) for one access."""
 
@@ -214,9 +231,20 @@ class Compute:
         self.compute = DTYPES[self.row.compute_dtype(inputs, info.dst.dtype.name)]
         self.result = DTYPES["bool"] if self.row.out == "bool" else self.compute
 
-    def load(self, at: dict[int, Address], vec: int,
-             splat: frozenset[int] = frozenset()) -> list[ir.Value]:
-        """Every input at `at`, in the compute type (kept inputs in their own)."""
+    @property
+    def indexed(self) -> bool:
+        """Whether the row needs each access's position (`index` of load and apply)."""
+        return self.row.indexed
+
+    def load(self, at: dict[int, Address], vec: int, splat: frozenset[int] = frozenset(),
+             index: ir.Value | None = None) -> list[ir.Value]:
+        """Every input at `at`, in the compute type (kept inputs in their own); for an
+        indexed row, the last is the position of each lane (`index`: the access's first)."""
+        if self.row.indexed:
+            assert index is not None, "an indexed row needs the access's index from its variant"
+            *inputs, _ = self.info.sources
+            return [*(self._input(n, operand, at, vec, splat) for n, operand in enumerate(inputs)),
+                    self._position(index, vec)]
         return [self._input(n, operand, at, vec, splat)
                 for n, operand in enumerate(self.info.sources)]
 
@@ -228,9 +256,22 @@ class Compute:
             self.row.body(args, ty)
         store(convert(result, self.result, dst.dtype, vec), at[dst.index], dst.dtype, vec)
 
-    def apply(self, at: dict[int, Address], vec: int,
-              splat: frozenset[int] = frozenset()) -> None:
-        self.finish(self.load(at, vec, splat), at, vec)
+    def apply(self, at: dict[int, Address], vec: int, splat: frozenset[int] = frozenset(),
+              index: ir.Value | None = None) -> None:
+        self.finish(self.load(at, vec, splat, index), at, vec)
+
+    def _position(self, index: ir.Value, vec: int) -> ir.Value:
+        """base + index (+ lane), i64: the base is the last input, an i64 scalar
+        (tile-verify)."""
+        base = self.info.sources[-1].value
+        i64 = ir.IntegerType.get_signless(64)
+        first = arith.addi(base, arith.index_cast(i64, index))
+        if vec == 1:
+            return first
+        lanes_type = ir.VectorType.get([vec], i64)
+        lanes = arith.constant(lanes_type, ir.DenseElementsAttr.get(
+            [ir.IntegerAttr.get(i64, lane) for lane in range(vec)], type=lanes_type))
+        return arith.addi(vector.broadcast(lanes_type, first), lanes)
 
     def _input(self, n: int, operand: Operand, at: dict[int, Address], vec: int,
                splat: frozenset[int]) -> ir.Value:

@@ -9,6 +9,10 @@ takes vectors t, t + T, t + 2T, ... (the rounds). A scalar loop then takes the
 tail of each row that is not a whole vector. The vector width shrinks, down to
 scalar accesses, when alignment, strides or element types do not allow 16
 bytes, and the plan says why.
+
+Coalescing merges neighbouring dimensions in their order, so the view's
+row-major order is dst's: an indexed row (compute.py) gets the row-major
+index of each access's first element over the view, which is dst's.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from mlir.dialects import arith, memref, scf
 from tile_mlir.lowering.access import Access, Groups, View
 from tile_mlir.lowering.alignment import defining_op
 from tile_mlir.lowering.analysis import DYNAMIC, OpInfo
-from tile_mlir.lowering.compute import Address, Compute
+from tile_mlir.lowering.compute import Address, Compute, row_major
 from tile_mlir.lowering.emit import const_index, scope_thread_index
 
 MAX_ACCESS_BYTES = 16
@@ -140,7 +144,7 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
     if not p.view_shape:  # a 0-d tile: the scope's first thread does it
         first = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, tid, const_index(0)))
         with ir.InsertionPoint(first.then_block):
-            compute.apply(_at(views, []), 1)
+            compute.apply(_at(views, []), 1, index=const_index(0))
             scf.YieldOp([])
         return p
     rank = len(p.view_shape)
@@ -148,9 +152,13 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
     inner = _size(p, rank - 1, plain)
     vectors = arith.divui(inner, const_index(p.vec)) if p.vec > 1 else inner
 
+    def position(indices: list[ir.Value]) -> ir.Value | None:
+        return row_major(indices, [*outer, inner]) if compute.indexed else None
+
     def vector_item(lead: list[ir.Value], j: ir.Value) -> Callable[[], None]:
-        at = _at(views, [*lead, arith.muli(j, const_index(p.vec)) if p.vec > 1 else j])
-        args = compute.load(at, p.vec, p.splat)
+        indices = [*lead, arith.muli(j, const_index(p.vec)) if p.vec > 1 else j]
+        at = _at(views, indices)
+        args = compute.load(at, p.vec, p.splat, position(indices))
         return lambda: compute.finish(args, at, p.vec)
 
     _rounds(Walk(tid, threads, outer, vectors), vector_item, max(stage, 1))
@@ -160,8 +168,9 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
         start = arith.subi(inner, tail)
 
         def scalar_item(lead: list[ir.Value], j: ir.Value) -> Callable[[], None]:
-            at = _at(views, [*lead, arith.addi(start, j)])
-            args = compute.load(at, 1, p.splat)
+            indices = [*lead, arith.addi(start, j)]
+            at = _at(views, indices)
+            args = compute.load(at, 1, p.splat, position(indices))
             return lambda: compute.finish(args, at, 1)
 
         _rounds(Walk(tid, threads, outer, tail), scalar_item, 1)

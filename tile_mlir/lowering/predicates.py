@@ -31,9 +31,16 @@ def all_in(info: OpInfo, spaces: tuple[str, ...]) -> Verdict:
     return ACCEPT
 
 
+SCALAR_EXTRAS = ("i64", "f64")
+"""Scalar operands' types every variant takes beside its element types: a scalar is
+never loaded or stored, only converted (or kept: the generators' i64 numbers and index
+base, sinusoidal's f64 log2(base))."""
+
+
 def element_types(info: OpInfo, supported: tuple[str, ...]) -> Verdict:
     for operand in info.operands:
-        if operand.dtype.name not in supported:
+        allowed = supported if operand.is_memref else (*supported, *SCALAR_EXTRAS)
+        if operand.dtype.name not in allowed:
             return reject(f"element type {operand.dtype.name} is not one of "
                           f"{', '.join(supported)}")
     return ACCEPT

@@ -17,6 +17,17 @@ in itself. The result is converted to dst's type.
 Output rules: "same" (dst has the promoted type), "float" (as "same", but
 integer and bool inputs promote to f32: exp, div), "bool" (a predicate), and
 "any" (the cast row: dst is any type).
+
+Indexed rows (`indexed=True`: the generators, dropout's random stream) also see
+where each element is. Their last input is the index base, an i64 scalar kept
+in its type; the lowering hands the body, in its place, the element's
+position: base + the element's linear index in dst's row-major order (an i64,
+a vector of them for a vector access, lane l at position + l). The library's
+programs pass the position of the piece's first element in the whole output
+as the base (ops/program.py), so the body sees the element's index in the
+whole array, whatever the launch configuration. (Last, because the dialect's
+variadic third slot takes operands of one type: the base shares it with the
+rows' other i64 numbers.)
 """
 
 from __future__ import annotations
@@ -61,6 +72,7 @@ class EwOp:
     # torch rounds an intermediate to the result's type (scalar_t arithmetic): the body
     # and the reference take that type's name as the keyword `storage`
     storage: bool = False
+    indexed: bool = False  # the last input is the index base; the body gets the position there
 
     def promoted(self, inputs: Sequence[str], dst: str) -> str:
         """The type the inputs (and dst, unless a predicate) promote to."""
@@ -126,6 +138,20 @@ def _logical(name: str, arity: int, body: Body) -> EwOp:
 def _predicate(name: str) -> EwOp:
     return EwOp(name, 1, b.classify(name), getattr(r, name), FIB, "bool", "special",
                 exact=True)
+
+
+GENERATED = ("f32", "f16", "bf16")
+"""The position encodings' types (fp8 has no use for a table of encodings)."""
+
+
+def _generator(name: str, arity: int, body: Body, ref: Reference, *, dtypes: tuple[str, ...],
+               out: str, scalars: tuple[int, ...], kept: tuple[int, ...],
+               exact: bool = True) -> EwOp:
+    """An indexed internal row: inputs `scalars` must be scalars, those `kept` keep their
+    own type (i64 integers, an f64); so does the index base, input arity - 1."""
+    base = arity - 1
+    return EwOp(name, arity, body, ref, dtypes, out, "internal", keep=(*kept, base),
+                scalar_only=(*scalars, base), exact=exact, indexed=True)
 
 
 _ROWS = (
@@ -208,6 +234,16 @@ _ROWS = (
     EwOp("pow_scalar", 2, b.pow_scalar, r.pow_scalar, FI, "same", "internal",
          scalar_only=(1,)),
     EwOp("cast", 1, b.identity, r.identity, tuple(DTYPES), "any", "internal", exact=True),
+    # generators (indexed rows, ops/generators.py): dropout's Philox stream and the
+    # position encodings; the arguments are in bodies.py
+    _generator("dropout_philox", 6, b.dropout, r.dropout, dtypes=F, out="same",
+               scalars=(1, 2, 3, 4), kept=(2, 3, 4)),
+    _generator("dropout_mask", 4, b.dropout_mask, r.dropout_mask, dtypes=("bool",),
+               out="bool", scalars=(0, 1, 2), kept=(0, 1, 2)),
+    _generator("alibi_bias", 3, b.alibi, r.alibi, dtypes=GENERATED, out="same",
+               scalars=(0, 1), kept=(0, 1), exact=False),
+    _generator("sinusoidal_pe", 3, b.sinusoidal, r.sinusoidal, dtypes=GENERATED, out="same",
+               scalars=(0, 1), kept=(0, 1), exact=False),
     # the compiler's primitives
     EwOp("fma", 3, b.fma, r.fma),
     EwOp("zero", 0, b.zero, r.zero),
@@ -244,7 +280,15 @@ class Composite:
     summary: str
 
 
-COMPOSITES: tuple[Composite, ...] = ()
+COMPOSITES: tuple[Composite, ...] = (
+    Composite("dropout", "dropout", F, ("dropout_philox", "dropout_mask"),
+              "zeroes elements with probability p (Philox 4x32-10 in the kernel), scales "
+              "the rest by 1/(1-p)"),
+    Composite("alibi", "alibi", GENERATED, ("alibi_bias",),
+              "ALiBi attention bias (num_heads, seq_len): slope[h] * j"),
+    Composite("sinusoidal", "sinusoidal", GENERATED, ("sinusoidal_pe",),
+              "sinusoidal position encoding (positions, dim), sin and cos interleaved"),
+)
 """The library's composite ops, in seed 004's order within their families."""
 
 

@@ -18,6 +18,7 @@ front end) imports without the bindings.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import cached_property
 from typing import Any
@@ -47,6 +48,18 @@ class _Dialects:
         from mlir.dialects import math
 
         return math
+
+    @cached_property
+    def llvm(self) -> Any:
+        from mlir.dialects import llvm
+
+        return llvm
+
+    @cached_property
+    def vector(self) -> Any:
+        from mlir.dialects import vector
+
+        return vector
 
     @cached_property
     def emit(self) -> Any:
@@ -556,3 +569,158 @@ def gated(activation: Body) -> Body:
         return D.arith.mulf(activation([a], ty), b)
 
     return body
+
+
+# --------------------------------------------------------------- generators
+# Indexed rows (op_table): the last argument is each element's position (i64, base + its
+# index in dst's row-major order); the integer scalars are i64 and sinusoidal's log2(base)
+# an f64, broadcast to the access's vector width like every scalar.
+
+PHILOX_M = (0xD2511F53, 0xCD9E8D57)
+"""Philox 4x32's multipliers (Salmon et al., SC'11; Random123's PHILOX_M4x32_0/1)."""
+PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+"""Its Weyl key increments (the golden ratio and sqrt(3) - 1, as 32-bit fractions)."""
+PHILOX_ROUNDS = 10
+
+
+def _int(width: int) -> Type:
+    return D.ir.IntegerType.get_signless(width)
+
+
+def _i32(value: int) -> Value:
+    """A 32-bit constant from its unsigned value."""
+    return const(_int(32), value - (1 << 32) if value >= 1 << 31 else value)
+
+
+def _lane0(value: Value) -> Value:
+    """A scalar, or lane 0 of a vector (of a broadcast scalar: canonicalize folds it)."""
+    if isinstance(value.type, D.ir.VectorType):
+        return D.vector.extract(value, [], [0])
+    return value
+
+
+MULHI = "llvm.nvvm.mulhi.ui"
+"""The high word of a 32x32 unsigned product (mul.hi.u32). arith.mului_extended's
+lowering (a 64-bit product of zero-extended words) left LLVM keeping Philox's state in
+64-bit registers (mul.lo.s64, xor.b64): twice the instructions."""
+
+
+def mulhilo(a: Value, b: Value) -> tuple[Value, Value]:
+    """(low, high) words of the unsigned product of two i32 scalars: mul.lo, mul.hi."""
+    high = D.llvm.CallIntrinsicOp(a.type, MULHI, [a, b], [], []).results[0]
+    return D.arith.muli(a, b), high
+
+
+def philox4x32(counter: list[Value], key: list[Value]) -> list[Value]:
+    """Philox 4x32-10 on i32 scalars: ten rounds of two 32x32->64 multiplies (mul.lo and
+    mul.hi) and xors, the key bumped between rounds."""
+    arith = D.arith
+    c0, c1, c2, c3 = counter
+    k0, k1 = key
+    m0, m1 = _i32(PHILOX_M[0]), _i32(PHILOX_M[1])
+    for r in range(PHILOX_ROUNDS):
+        if r:
+            k0, k1 = arith.addi(k0, _i32(PHILOX_W[0])), arith.addi(k1, _i32(PHILOX_W[1]))
+        lo0, hi0 = mulhilo(m0, c0)
+        lo1, hi1 = mulhilo(m1, c2)
+        c0, c1, c2, c3 = (arith.xori(arith.xori(hi1, c1), k0), lo1,
+                          arith.xori(arith.xori(hi0, c3), k1), lo0)
+    return [c0, c1, c2, c3]
+
+
+def _split(value: Value) -> list[Value]:
+    """An i64 as its (low, high) 32-bit words."""
+    arith, i32 = D.arith, _int(32)
+    return [arith.trunci(i32, value), arith.trunci(i32, arith.shrui(value, const(value.type, 32)))]
+
+
+def random_words(position: Value, seed: Value, offset: Value) -> Value:
+    """The stream (docs/ops.md, dropout): element i takes word i % 4 of Philox 4x32-10 at
+    counter (offset + i // 4, 0) (a 128-bit counter, 64-bit halves) under the key seed,
+    each 64-bit value as its (low, high) 32-bit words. An access of `vec` lanes, from
+    position L on, spans at most (vec + 2) // 4 + 1 counters from L // 4: those are
+    computed once, and lane l takes word l + L % 4 of them (three selects)."""
+    arith = D.arith
+    vector_type = position.type if isinstance(position.type, D.ir.VectorType) else None
+    lanes = D.ir.VectorType(vector_type).shape[0] if vector_type is not None else 1
+    first, seed, offset = _lane0(position), _lane0(seed), _lane0(offset)
+    i64 = first.type
+    key = _split(seed)
+    block = arith.shrui(first, const(i64, 2))  # positions are never negative
+    shift = arith.trunci(_int(32), arith.andi(first, const(i64, 3)))
+    zero = _i32(0)
+    words: list[Value] = []
+    for k in range((lanes + 2) // 4 + 1):
+        counter = arith.addi(offset, arith.addi(block, const(i64, k)) if k else block)
+        words += philox4x32([*_split(counter), zero, zero], key)
+    picked = []
+    for lane in range(lanes):
+        word = words[lane]
+        for s in (1, 2, 3):
+            word = arith.select(arith.cmpi(arith.CmpIPredicate.eq, shift, _i32(s)),
+                                words[lane + s], word)
+        picked.append(word)
+    if vector_type is None:
+        return picked[0]
+    return D.vector.from_elements(D.ir.VectorType.get([lanes], _int(32)), picked)
+
+
+def _keep(position: Value, seed: Value, offset: Value, threshold: Value) -> Value:
+    """Element kept: its word >= threshold (unsigned), threshold = floor(p * 2^32)."""
+    words = random_words(position, seed, offset)
+    limit = D.arith.trunci(D.emit.with_element_type(threshold.type, _int(32)), threshold)
+    return D.arith.cmpi(D.arith.CmpIPredicate.uge, words, limit)
+
+
+def dropout(args: list[Value], ty: Type) -> Value:
+    """x * mask * scale, in the compute type, as torch's CUDA kernel computes it: a
+    dropped element is x * 0 (a signed zero; NaN for NaN and Inf)."""
+    x, scale, seed, offset, threshold, position = args
+    mask = D.arith.uitofp(ty, _keep(position, seed, offset, threshold))
+    return D.arith.mulf(D.arith.mulf(x, mask), scale)
+
+
+def dropout_mask(args: list[Value], _: Type) -> Value:
+    seed, offset, threshold, position = args
+    return _keep(position, seed, offset, threshold)
+
+
+def _f64(ty: Type) -> Type:
+    return D.emit.with_element_type(ty, D.ir.F64Type.get())
+
+
+def alibi(args: list[Value], ty: Type) -> Value:
+    """bias[h, j] = slope_h * j over (heads, length), position = h * length + j; with n
+    the largest power of two <= heads, slope_h = 2^(-8(h+1)/n) for h < n and
+    2^(-(8(h-n)+4)/n) for the rest (the odd powers of 2n heads' base, as the ALiBi
+    paper's get_slopes and BLOOM's build_alibi_tensor). The exponent is exact; exp2 and
+    the product are computed in f64 and rounded once to f32."""
+    arith = D.arith
+    length, pow2, position = args
+    it, f64 = position.type, _f64(ty)
+    head, column = arith.divui(position, length), arith.remui(position, length)
+    eight = const(it, 8)
+    first = arith.muli(arith.addi(head, const(it, 1)), eight)
+    extra = arith.addi(arith.muli(arith.subi(head, pow2), eight), const(it, 4))
+    exponent = arith.select(arith.cmpi(arith.CmpIPredicate.ult, head, pow2), first, extra)
+    slope = D.math.exp2(arith.divf(arith.negf(arith.uitofp(f64, exponent)),
+                                   arith.uitofp(f64, pow2)))
+    return arith.truncf(ty, arith.mulf(slope, arith.uitofp(f64, column)))
+
+
+def sinusoidal(args: list[Value], ty: Type) -> Value:
+    """PE[p, 2i] = sin(p * base^(-2i/dim)), PE[p, 2i+1] = cos(the same) over (positions,
+    dim), position = p * dim + c: the angle p * exp2(-(2i/dim) * log2(base)) in f64, the
+    cosine as sin(angle + pi/2) (f64's rounding of the sum is far below f32's ulp), the
+    result rounded once to f32."""
+    arith = D.arith
+    dim, log2_base, position = args
+    it, f64 = position.type, _f64(ty)
+    row, column = arith.divui(position, dim), arith.remui(position, dim)
+    pair = arith.andi(column, const(it, -2))
+    odd = arith.andi(column, const(it, 1))
+    exponent = arith.mulf(arith.negf(arith.divf(arith.uitofp(f64, pair), arith.uitofp(f64, dim))),
+                          log2_base)
+    angle = arith.mulf(arith.uitofp(f64, row), D.math.exp2(exponent))
+    phase = arith.addf(angle, arith.mulf(arith.uitofp(f64, odd), const(f64, math.pi / 2)))
+    return arith.truncf(ty, D.math.sin(phase))

@@ -358,3 +358,75 @@ def silu_and_mul(a: Array, b: Array) -> Array:
 gelu_and_mul = _gated(lambda a: a * 0.5 * (1.0 + _erf64(a * math.sqrt(0.5))))
 gelu_tanh_and_mul = _gated(lambda a: 0.5 * a * (1.0 + np.tanh(
     math.sqrt(2.0 / math.pi) * (a + 0.044715 * a * a * a))))
+
+
+# --------------------------------------------------------------- generators
+# The indexed rows' references take the row's inputs with, last, each element's position
+# (its linear index plus the base); integer scalars may come as signed i64.
+
+_PHILOX_M = (0xD2511F53, 0xCD9E8D57)
+_PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+_WORD = 0xFFFFFFFF
+
+
+def _unsigned64(value: Array) -> int:
+    return int(np.asarray(value)) & ((1 << 64) - 1)
+
+
+def philox4x32_10(counter: tuple[Array, Array, Array, Array], key: tuple[int, int]
+                  ) -> list[np.ndarray]:
+    """Philox 4x32-10 (Salmon et al., SC'11) on arrays of 32-bit counter words, in uint64
+    arithmetic: products of two 32-bit words are exact there."""
+    c = [np.asarray(v, np.uint64) & np.uint64(_WORD) for v in counter]
+    k0, k1 = np.uint64(key[0] & _WORD), np.uint64(key[1] & _WORD)
+    m0, m1 = np.uint64(_PHILOX_M[0]), np.uint64(_PHILOX_M[1])
+    for r in range(10):
+        if r:
+            k0 = (k0 + np.uint64(_PHILOX_W[0])) & np.uint64(_WORD)
+            k1 = (k1 + np.uint64(_PHILOX_W[1])) & np.uint64(_WORD)
+        p0, p1 = m0 * c[0], m1 * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & np.uint64(_WORD),
+             (p0 >> np.uint64(32)) ^ c[3] ^ k1, p0 & np.uint64(_WORD)]
+    return [w.astype(np.uint32) for w in c]
+
+
+def random_words(position: Array, seed: Array, offset: Array) -> np.ndarray:
+    """Element i's 32-bit word: word i % 4 of Philox 4x32-10 at counter
+    (offset + i // 4 mod 2^64 as (low, high), 0, 0), key (seed low, seed high)."""
+    index = np.asarray(position).astype(np.uint64)
+    seed_, offset_ = _unsigned64(seed), _unsigned64(offset)
+    counter = index // np.uint64(4) + np.uint64(offset_)  # wraps mod 2^64, as the kernel
+    words = philox4x32_10((counter, counter >> np.uint64(32), 0, 0),
+                          (seed_ & _WORD, seed_ >> 32))
+    return np.choose((index % np.uint64(4)).astype(np.intp), words)
+
+
+def dropout_mask(seed: Array, offset: Array, threshold: Array, position: Array) -> Array:
+    """Kept: the element's word >= threshold = floor(p * 2^32)."""
+    return random_words(position, seed, offset) >= np.uint32(_unsigned64(threshold))
+
+
+def dropout(x: Array, scale: Array, seed: Array, offset: Array,  # noqa: PLR0917 - a row's
+            threshold: Array, position: Array) -> Array:  # inputs, in order
+    """x * mask * scale in x's (compute) type, as the kernel: dropped elements are x * 0."""
+    x = np.asarray(x)
+    mask = dropout_mask(seed, offset, threshold, position).astype(x.dtype)
+    with np.errstate(all="ignore"):
+        return x * mask * np.asarray(scale, x.dtype)
+
+
+def alibi(length: Array, pow2: Array, position: Array) -> Array:
+    """slope_h * j in float64 for position h * length + j (bodies.alibi's formula)."""
+    index = np.asarray(position).astype(np.int64)
+    n = int(np.asarray(pow2))
+    head, column = np.divmod(index, int(np.asarray(length)))
+    exponent = np.where(head < n, 8 * (head + 1), 8 * (head - n) + 4)
+    return np.exp2(-exponent / n) * column
+
+
+def sinusoidal(dim: Array, log2_base: Array, position: Array) -> Array:
+    """sin / cos of p * base^(-2i/dim) in float64 for position p * dim + c, c = 2i or 2i+1."""
+    index = np.asarray(position).astype(np.int64)
+    row, column = np.divmod(index, int(np.asarray(dim)))
+    angle = row * np.exp2(-(column - column % 2) / int(np.asarray(dim)) * float(log2_base))
+    return np.where(column % 2 == 1, np.cos(angle), np.sin(angle))

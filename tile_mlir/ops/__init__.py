@@ -9,6 +9,7 @@ every op made of tile programs compiled through the tile passes (and cached).
     z = ops.where(m, x, 0.0, out=torch.empty_like(x))
     s = ops.sum(x, dim=-1)                     # reductions (ops/reductions.py)
     h = ops.silu_and_mul(torch.cat([x, x], -1))  # activations (ops/activations.py)
+    d = ops.dropout(x, 0.1)                    # Philox in the kernel (ops/generators.py)
     tops = ops.torch_ops()                     # the same as torch custom ops, for
     f = torch.compile(lambda x: tops.exp(x), fullgraph=True)  # torch.compile
 
@@ -28,6 +29,14 @@ from tile_mlir.ops.activations import *  # noqa: F403 - activations, fused gated
 from tile_mlir.ops.activations import __all__ as _activations
 from tile_mlir.ops.functions import *  # noqa: F403 - the elementwise functions
 from tile_mlir.ops.functions import __all__ as _functions
+from tile_mlir.ops.generators import (
+    alibi,
+    dropout,
+    get_rng_state,
+    manual_seed,
+    set_rng_state,
+    sinusoidal,
+)
 from tile_mlir.ops.reductions import amax, amin, mean, prod, sum  # noqa: A004 - torch's names
 
 if TYPE_CHECKING:
@@ -48,5 +57,6 @@ def torch_ops() -> TorchOps:
     return torch_library.torch_ops()
 
 
-__all__ = [*_functions, *_activations, "amax", "amin", "list_ops", "mean", "prod",  # noqa: PLE0604
-           "sum", "torch_ops"]
+__all__ = [*_functions, *_activations, "alibi", "amax", "amin",  # noqa: PLE0604
+           "dropout", "get_rng_state", "list_ops", "manual_seed", "mean", "prod",
+           "set_rng_state", "sinusoidal", "sum", "torch_ops"]

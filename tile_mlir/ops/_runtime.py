@@ -153,6 +153,12 @@ def empty(shape: Sequence[int], dtype: str, like: ArrayRef) -> Any:
     return DeviceBuffer(tuple(shape), np_dtype(DTYPES[dtype].numpy))
 
 
+def empty_torch(shape: Sequence[int], dtype: str, device: Any) -> Any:
+    """An uninitialized torch tensor on a CUDA device (the generators' default output)."""
+    torch = importlib.import_module("torch")
+    return torch.empty(tuple(shape), dtype=getattr(torch, DTYPES[dtype].numpy), device=device)
+
+
 # ------------------------------------------------------------------ kernels
 
 

@@ -23,7 +23,7 @@ from tile_mlir import op_table
 from tile_mlir.dtypes import DTYPES, opmath
 from tile_mlir.ops import _runtime, layout, promotion, strategy
 from tile_mlir.ops._runtime import ArrayRef
-from tile_mlir.ops.program import ArraySpec, Signature, Strategy, kernel_text
+from tile_mlir.ops.program import INDEX, ArraySpec, Signature, Strategy, kernel_text
 
 ALIGN = 16
 """Bytes of alignment kernels assume of their pointers (lowering.alignment)."""
@@ -46,6 +46,16 @@ class Scalar:
     value: bool | int | float
     dtype: str  # what promotion counts it as
     priority: int  # promotion.SCALAR, or ZERO_DIM for a 0-d host tensor
+
+
+@dataclass(frozen=True)
+class Index(Scalar):
+    """An indexed row's last input, the index base: made in the kernel (program.INDEX),
+    never passed at launch."""
+
+    value: bool | int | float = 0
+    dtype: str = "i64"
+    priority: int = promotion.SCALAR
 
 
 Operand = ArrayRef | Scalar
@@ -182,6 +192,12 @@ class Call:
     # it (see CASTS_NUMBERS).
     round_to: tuple[str | None, ...]
 
+    def scalar_dtype(self, n: int) -> str:
+        """The type the scalar input n is passed in: the compute type, or its own where
+        the row keeps it (the generators' i64 and f64 numbers)."""
+        operand = self.operands[n]
+        return operand.dtype if n in self.row.keep else self.compute
+
 
 def result_type(op: str, args: Sequence[Arg]) -> str:
     """The result dtype of the op on these arguments (any subset of its inputs)."""
@@ -233,6 +249,20 @@ def run(call: Call, out: Any = None, record: Record | None = None) -> Any:
     if ref.numel:
         _launch(call, ref, device, kind, record)
     return target
+
+
+def generate(call: Call, out: Any) -> Any:
+    """A call with no array inputs (the generators) into `out`, whose kind and device it
+    runs on."""
+    ref = _runtime.describe(out, "argument 'out'")
+    if ref is None:
+        raise TypeError(f"argument 'out' must be an array, got {type(out).__name__}")
+    if ref.shape != call.shape or ref.dtype != call.result:
+        raise ValueError(f"argument 'out' is {_torch_name(ref.dtype)}{list(ref.shape)}, the "
+                         f"result {_torch_name(call.result)}{list(call.shape)}")
+    if ref.numel:
+        _launch(call, ref, ref.device or 0, ref.kind, None)
+    return out
 
 
 def _check_out(call: Call, out: ArrayRef, arrays: Sequence[tuple[str, ArrayRef]]) -> None:
@@ -386,7 +416,8 @@ def signature(call: Call, view: layout.Coalesced, arrays: Sequence[Bound],
              for b, strides in zip(arrays, view.strides, strict=True)]
     specs_in = iter(specs[1:])
     ins: list[ArraySpec | str] = [next(specs_in) if isinstance(b, Bound)
-                                  else call.compute for b in inputs]
+                                  else INDEX if isinstance(b, Index)
+                                  else call.scalar_dtype(n) for n, b in enumerate(inputs)]
     draft = Signature(call.row.name, specs[0], tuple(ins), view.rank, "flat", choice,
                       inplace=inplace)
     mode, width = layout.pieces(view, draft.chunk())
@@ -420,7 +451,7 @@ def kernel_arguments(call: Call, sig: Signature, view: layout.Coalesced,
     for n, (name, operand) in enumerate(zip(call.names, inputs, strict=True)):
         if isinstance(operand, Bound):
             array_args(n)
-        else:
+        elif not isinstance(operand, Index):
             slots.append(Slot(len(args), n, scalar=True))
-            args.append(scalar_value(operand, call.compute, name, call.round_to[n]))
+            args.append(scalar_value(operand, call.scalar_dtype(n), name, call.round_to[n]))
     return args, slots

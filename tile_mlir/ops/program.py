@@ -21,6 +21,11 @@ A piece is full (static shape: static rounds, staged loads) except at the end
 of the run, row or block column, where an `scf.if` takes the dynamic-shape
 tile op instead. With 32-bit indices (when every index stays under 2^31) the
 gpu.module says so in its data layout.
+
+An indexed row's (op_table) last input is `INDEX`: not a kernel argument but the
+position of the piece's first element in the whole output's row-major order
+(flat: its start; rows: line * row length + start; blocks: first row * W), so
+that the row sees every element's index in the output whatever the strategy.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ from tile_mlir.dtypes import DTYPES
 from tile_mlir.lowering.alignment import DIVISIBILITY
 
 DYNAMIC = "?"
+INDEX = "index"
+"""An input slot that takes the piece's position (an indexed row's base), made in the
+kernel."""
 KERNEL = "kernel"
 MODULE = "ops"
 
@@ -71,7 +79,7 @@ class Signature:
 
     op: str
     out: ArraySpec
-    inputs: tuple[ArraySpec | str, ...]  # an array, or a scalar's dtype name
+    inputs: tuple[ArraySpec | str, ...]  # an array, a scalar's dtype name, or INDEX
     rank: int
     mode: str  # "flat", "rows" or "blocks"
     strategy: Strategy
@@ -145,6 +153,7 @@ class _Kernel:
         self.w = _Writer(sig.index_bits)
         self.args: list[_Arg] = []
         self.views: list[tuple[str, ArraySpec]] = []  # each array's full view, out first
+        self.base = ""  # the piece's position, for an INDEX input
 
     # ------------------------------------------------------------ arguments
 
@@ -193,7 +202,7 @@ class _Kernel:
         for n, spec in enumerate(sig.inputs, start=1):
             if isinstance(spec, ArraySpec):
                 self.views.append((self._view(n, spec, sizes), spec))
-            else:
+            elif spec != INDEX:
                 self.args.append(_Arg(f"%x{n}", DTYPES[spec].mlir))
         self._pieces(sizes)
         return self._text()
@@ -204,14 +213,28 @@ class _Kernel:
         bid = w.op("gpu.block_id x")
         piece = w.const(sig.piece()[0])
         if sig.mode == "flat":
-            self._branch([], w.op(f"arith.muli {bid}, {piece} : index"), sizes[0])
+            start = w.op(f"arith.muli {bid}, {piece} : index")
+            self._position(start)
+            self._branch([], start, sizes[0])
             return
         along = sig.rank - 1 if sig.mode == "rows" else sig.rank - 2
         per_line = w.op(f"arith.ceildivui {sizes[along]}, {piece} : index")
         line = w.op(f"arith.divui {bid}, {per_line} : index")
         within = w.op(f"arith.remui {bid}, {per_line} : index")
         start = w.op(f"arith.muli {within}, {piece} : index")
+        if INDEX in sig.inputs:
+            first = w.op(f"arith.addi {w.op(f'arith.muli {line}, {sizes[along]} : index')}, "
+                         f"{start} : index")
+            if sig.mode == "blocks":
+                first = w.op(f"arith.muli {first}, {w.const(sig.width)} : index")
+            self._position(first)
         self._branch(self._delinearize(line, sizes[:along]), start, sizes[along])
+
+    def _position(self, first: str) -> None:
+        """The piece's first element's row-major index in the output, as the i64 base of
+        an INDEX input."""
+        if INDEX in self.sig.inputs:
+            self.base = self.w.op(f"arith.index_cast {first} : index to i64")
 
     def _delinearize(self, index: str, sizes: list[str]) -> list[str]:
         """Row-major indices of `index` over `sizes` (the first unbounded)."""
@@ -247,6 +270,7 @@ class _Kernel:
         operands = [next(views)]
         for n, spec in enumerate(sig.inputs, start=1):
             operands.append(next(views) if isinstance(spec, ArraySpec)
+                            else (self.base, "i64") if spec == INDEX
                             else (f"%x{n}", DTYPES[spec].mlir))
         count = len(sig.inputs)
         segments = [1, min(count, 1), min(max(count - 1, 0), 1), max(count - 2, 0)]

@@ -317,9 +317,10 @@ DROPOUT = Form("dropout", (INPUT, Param("p", "float", 0.5), Param("training", "b
 GENERATIVE_ALIBI = Form("generative", (Param("num_heads", "int"), Param("seq_len", "int"),
                                         Param("dtype", "ScalarType"), Param("device", "Device")),
                         generative_fake)
-GENERATIVE_SINUSOIDAL = Form("generative", (Param("num_positions", "int"), Param("dim", "int"),
+GENERATIVE_SINUSOIDAL = Form("generative", (Param("positions", "int"), Param("dim", "int"),
                                             Param("dtype", "ScalarType"),
-                                            Param("device", "Device")), generative_fake)
+                                            Param("device", "Device"),
+                                            Param("base", "float", 10000.0)), generative_fake)
 
 ALPHA = Param("alpha", "Scalar", 1, keyword=True)
 
@@ -406,6 +407,11 @@ OPS: tuple[Entry, ...] = (
     Entry("isnan", UNARY),
     Entry("isinf", UNARY),
     Entry("isfinite", UNARY),
+    # dropout(x, p, training, seed, offset, return_mask) -> x' or (x', mask)
+    Entry("dropout", DROPOUT),
+    # position encodings
+    Entry("alibi", GENERATIVE_ALIBI, shape=lambda a: (a["num_heads"], a["seq_len"])),
+    Entry("sinusoidal", GENERATIVE_SINUSOIDAL, shape=lambda a: (a["positions"], a["dim"])),
     # reductions
     Entry("sum", REDUCTION),
     Entry("amax", REDUCTION),
@@ -424,12 +430,6 @@ PENDING: tuple[Entry, ...] = (
     Entry("rope_llama31", ROPE),
     Entry("rope_yarn", ROPE),
     Entry("rope_longrope", ROPE),
-    # dropout(x, p, training, seed, offset, return_mask) -> x' or (x', mask)
-    Entry("dropout", DROPOUT),
-    # position encodings: shapes to check against the merged ops
-    Entry("alibi", GENERATIVE_ALIBI,
-          shape=lambda a: (a["num_heads"], a["seq_len"], a["seq_len"])),
-    Entry("sinusoidal", GENERATIVE_SINUSOIDAL, shape=lambda a: (a["num_positions"], a["dim"])),
 )
 """Part 2's ops, by their expected signatures: registered once tile_mlir.ops has them
 (check each signature against the merged function, then move its line to OPS)."""

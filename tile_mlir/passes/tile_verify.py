@@ -196,6 +196,10 @@ def _promotes(n: int, operand: Operand, dst: str) -> str:
 
 def _check_input(row: op_table.EwOp, n: int, operand: Operand, dst: Operand) -> str:
     """What is wrong with input n of an elementwise op ("" when nothing)."""
+    if row.indexed and n == row.arity - 1 and \
+            (operand.is_memref or operand.dtype.name != "i64"):
+        return (f"input {n} of '{row.name}' is its index base: an i64 scalar, not "
+                f"{'a tile' if operand.is_memref else operand.dtype.name}")
     if not operand.is_memref:
         return ""
     if n in row.scalar_only:
