@@ -8,6 +8,7 @@ every op made of tile programs compiled through the tile passes (and cached).
     m = ops.gt(x, 0.5)                         # bool, as torch.gt
     z = ops.where(m, x, 0.0, out=torch.empty_like(x))
     s = ops.sum(x, dim=-1)                     # reductions (ops/reductions.py)
+    q, k = ops.rope_neox(query, key, positions)  # RoPE (ops/rope.py)
 
 The elementwise ops are seed 004's family: each is a row of the registry
 (tile_mlir.op_table) and runs as a tile program generated for it
@@ -22,6 +23,14 @@ from tile_mlir import op_table
 from tile_mlir.ops.functions import *  # noqa: F403 - the elementwise functions
 from tile_mlir.ops.functions import __all__ as _functions
 from tile_mlir.ops.reductions import amax, amin, mean, prod, sum  # noqa: A004 - torch's names
+from tile_mlir.ops.rope import (
+    rope_cache,
+    rope_llama31,
+    rope_longrope,
+    rope_neox,
+    rope_non_neox,
+    rope_yarn,
+)
 
 
 def list_ops() -> list[op_table.EwOp | op_table.Composite]:
@@ -29,4 +38,5 @@ def list_ops() -> list[op_table.EwOp | op_table.Composite]:
     return op_table.library_ops()
 
 
-__all__ = [*_functions, "amax", "amin", "list_ops", "mean", "prod", "sum"]  # noqa: PLE0604
+__all__ = [*_functions, "amax", "amin", "list_ops", "mean", "prod", "rope_cache",  # noqa: PLE0604
+           "rope_llama31", "rope_longrope", "rope_neox", "rope_non_neox", "rope_yarn", "sum"]
