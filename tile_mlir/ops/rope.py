@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -180,7 +180,7 @@ _TABLES: dict[str, Callable[..., np.ndarray]] = {
 """The cache builder of each variant (neox and non_neox share theirs)."""
 
 
-@cache
+@lru_cache(maxsize=8)
 def _host_table(variant: str, params: tuple[tuple[str, Any], ...]) -> np.ndarray:
     table = _TABLES[variant](**dict(params))
     table.flags.writeable = False
@@ -485,7 +485,7 @@ def _launch(launch: _Launch, refs: dict[str, ArrayRef],
     q, k = inputs.query, inputs.key
     tokens = q.shape[0]
     cache_ref = refs["cache"]
-    row_stride = cache_ref.strides[0]
+    row_stride = pointers["cache"][1][0]  # a staged (NumPy) cache is contiguous
     first_row = region.first
     rows = (cache_ref.shape[0] - first_row) if region.rows is None else region.rows
     cache_pointer = pointers["cache"][0] + first_row * row_stride * DTYPES[cache_ref.dtype].bytes
