@@ -170,11 +170,10 @@ class _RopeKernel:
                      f"{w.const(sig.tokens_per_cta)} : index")
         for i in range(sig.tokens_per_cta):
             token = w.op(f"arith.addi {first}, {w.const(i)} : index") if i else first
-            self._token(views, token, tokens, max_position)
+            self._token(views, token, tokens)
         return self._text()
 
-    def _token(self, views: dict[str, _View], token: str, tokens: str,
-               max_position: str) -> None:
+    def _token(self, views: dict[str, _View], token: str, tokens: str) -> None:
         """Token `token` (if there is one): its position, then the rotation or NaN."""
         w = self.w
         w.lines.append(f"      scf.if {w.op(f'arith.cmpi ult, {token}, {tokens} : index')} {{")
@@ -182,8 +181,8 @@ class _RopeKernel:
         source = _memref([DYNAMIC], spec.dtype, spec.static_strides(),
                          DYNAMIC if spec.offset else "0")
         loaded = w.op(f"memref.load {view}[{token}] : {source}")
+        inside = self._inside(loaded, DTYPES[spec.dtype].mlir)
         position = w.op(f"arith.index_cast {loaded} : {DTYPES[spec.dtype].mlir} to index")
-        inside = w.op(f"arith.cmpi ult, {position}, {max_position} : index")
         w.lines.append(f"      scf.if {inside} {{")
         for which, heads in (("query", self.sig.heads), ("key", self.sig.key_heads)):
             if which in views:
@@ -197,6 +196,19 @@ class _RopeKernel:
                 self._tile_op("fill", out, [(nan, "f32")])
         w.lines.append("      }")
         w.lines.append("      }")
+
+    def _inside(self, position: str, type_: str) -> str:
+        """0 <= position < max_position, compared in the wider of the positions' type and
+        the index arguments' (a 64-bit position is not cut to a 32-bit index before)."""
+        w = self.w
+        bits = max(int(type_[1:]), int(w.int[1:]))
+        wide = f"i{bits}"
+        if type_ != wide:
+            position = w.op(f"arith.extsi {position} : {type_} to {wide}")
+        limit = "%max_position"
+        if w.int != wide:
+            limit = w.op(f"arith.extui {limit} : {w.int} to {wide}")
+        return w.op(f"arith.cmpi ult, {position}, {limit} : {wide}")
 
     def _rotate(self, views: dict[str, _View], which: str, heads: int,
                 token: str, position: str) -> None:
