@@ -67,7 +67,7 @@ def table(ops: list[op_table.EwOp], columns: list[str], rng: np.random.Generator
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="max observed error per op and dtype")
     parser.add_argument("--out", type=Path, help="write the table (with a header) here too")
-    parser.add_argument("--ops", help="comma-separated ops (default: all 47)")
+    parser.add_argument("--ops", help="comma-separated ops (default: all of them)")
     parser.add_argument("--dtypes", default=",".join(COLUMNS),
                         help=f"comma-separated columns (default: {','.join(COLUMNS)})")
     parser.add_argument("--seed", type=int, default=secrets.randbits(32))

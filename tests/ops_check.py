@@ -61,8 +61,26 @@ class Case:
 
 
 def scalar_inputs(op: str) -> tuple[int, ...]:
-    """Inputs that must be Python numbers: nan_to_num's replacements, masked_fill's value."""
-    return {"nan_to_num": (1, 2, 3), "masked_fill": (2,)}.get(op, ())
+    """Inputs that must be Python numbers: the rows' scalar-only inputs (nan_to_num's
+    replacements, the activations' parameters), masked_fill's value."""
+    return {"masked_fill": (2,)}.get(op, op_table.ELEMENTWISE[op].scalar_only)
+
+
+PARAMETERS: dict[str, tuple[tuple[float, ...], ...]] = {
+    "leaky_relu": ((0.01, 0.2, -0.5, 1.5),),  # negative_slope
+    "elu": ((1.0, 0.5, 2.5),),  # alpha
+    "hardtanh": ((-1.0, 0.0, -2.5), (1.0, 6.0, 0.5)),  # min_val, max_val: any pair
+    "softplus": ((1.0, 2.0, 0.5, -1.0), (20.0, 5.0, 1.0)),  # beta, threshold
+}
+"""The values an activation's scalar parameters take in the cases (torch's default
+first), one drawn per run for each."""
+
+GATED = "fused_gated"
+"""The family whose ops take one input (..., 2N) and apply their row to its halves."""
+
+
+def gated(op: str) -> bool:
+    return op_table.ELEMENTWISE[op].family == GATED
 
 
 NUMBER_POSITIONS = {"lerp": (2,), "clamp": (1, 2)}
@@ -74,6 +92,11 @@ def standard_cases(op: str, dtype: str, shape: tuple[int, ...] = (5, 1237)) -> l
     """Every input an array of `shape`; for two-input ops also a broadcast second input
     (its last dim only) and a variant with Python numbers (NUMBER_POSITIONS)."""
     row = op_table.ELEMENTWISE[op]
+    if gated(op):  # one input, its last dim twice the result's
+        return [Case(op, dtype, ((*shape[:-1], 2 * shape[-1]) if shape else (2,),))]
+    if op == "prelu":  # a weight per channel (dim 1), and a single one
+        per_channel = [(shape[1],)] if len(shape) > 1 else []
+        return [Case(op, dtype, (shape, w)) for w in [*per_channel, (1,)]]
     shapes = [None if i in scalar_inputs(op) else shape for i in range(row.arity)]
     cases = [Case(op, dtype, tuple(shapes))]
     if row.arity >= 2 and 1 not in scalar_inputs(op) and 1 not in row.keep:
@@ -87,9 +110,18 @@ def standard_cases(op: str, dtype: str, shape: tuple[int, ...] = (5, 1237)) -> l
 # ------------------------------------------------------------------ inputs
 
 
+GELU_LOW = -2.0
+"""gelu's inputs (both forms, and the gated ones') are drawn above this: further left,
+torch's formula 0.5 x (1 + erf(x / sqrt 2)) cancels, its result no more accurate than
+erf's last ulp (|x| 2^-25 absolute), which no relative bound takes; the gpu tier also
+compares the far left with torch itself (test_ops_gpu.py)."""
+
+
 def _float_domain(op: str, position: int, rng: np.random.Generator, shape: tuple[int, ...]
                   ) -> np.ndarray:
     uniform = rng.uniform
+    if op.startswith("gelu"):
+        return uniform(GELU_LOW, 6, shape)
     if op in ("exp", "expm1"):
         return uniform(-10, 10, shape)
     if op in ("log", "sqrt", "rsqrt", "log1p") or (op == "pow" and position == 0):
@@ -145,6 +177,8 @@ def array(case: Case, position: int, rng: np.random.Generator) -> np.ndarray:
 
 def scalar(case: Case, position: int, rng: np.random.Generator) -> bool | int | float:
     """Input `position` as a Python number (the second of two, or a replacement)."""
+    if case.op in PARAMETERS:
+        return float(rng.choice(PARAMETERS[case.op][position - 1]))
     if case.op == "nan_to_num":
         value = [0.25, 7.5, -3.0][position - 1]
         return value if DTYPES[case.dtype].is_float else int(value)
@@ -212,22 +246,43 @@ def _cast_number(case: Case, position: int, value: Any) -> Any:
     from tile_mlir.ops.dispatch import CASTS_NUMBERS
 
     op = "pow_scalar" if case.op == "pow" else case.op
-    if case.shapes[position] is not None or case.dtype not in ("f16", "bf16") or \
-            op not in CASTS_NUMBERS:
+    if op not in CASTS_NUMBERS or case.dtype not in ("f16", "bf16") or \
+            case.shapes[position] is not None:
         return value
     return _round(np.asarray(float(value)), case.dtype)
+
+
+def operands(case: Case, args: list[Any]) -> list[Any]:
+    """The row's inputs for the call's arguments: a gated op's two halves, prelu's weight
+    broadcast along dim 1 (as torch broadcasts it); the arguments themselves elsewhere."""
+    if gated(case.op):
+        x = np.asarray(args[0])
+        n = x.shape[-1] // 2
+        return [x[..., :n], x[..., n:]]
+    if case.op == "prelu":
+        x, weight = np.asarray(args[0]), np.asarray(args[1])
+        shape = [1] * x.ndim
+        if x.ndim > 1:
+            shape[1] = weight.size
+        return [x, weight.reshape(shape)]
+    return list(args)
+
+
+def result_shape(case: Case, args: list[Any]) -> tuple[int, ...]:
+    return tuple(np.broadcast_shapes(*[np.shape(a) for a in operands(case, args)]))
 
 
 def expected(case: Case, args: list[Any]) -> np.ndarray:
     """The result torch defines, from the registry's reference in the compute type."""
     row = case.row
     compute = opmath(case.result if row.out != "bool" else case.dtype)
+    inputs = operands(case, args)
     converted = [np.asarray(a) if n in row.keep else _to_compute(_cast_number(case, n, a),
                                                                   compute)
-                 for n, a in enumerate(args)]
+                 for n, a in enumerate(inputs)]
     with np.errstate(all="ignore"):
         result = np.asarray(_api_form(case, args, converted, compute))
-    shape = np.broadcast_shapes(*[np.shape(a) for a in args])
+    shape = result_shape(case, args)
     result = np.broadcast_to(result, shape)
     if case.result == "bool" or not DTYPES[case.result].is_float:
         return result.astype(DTYPES[case.result].np_dtype())
@@ -295,7 +350,7 @@ def compare(case: Case, got: np.ndarray, want: np.ndarray) -> Report:
 def prepared(case: Case, rng: np.random.Generator | None = None) -> Any:
     """The launch the library prepares for a case (dispatch.Prepared), from made-up
     arrays: the kernel's signature, arguments and grid, with no memory behind them."""
-    from tile_mlir.ops import dispatch, layout
+    from tile_mlir.ops import activations, dispatch, layout
     from tile_mlir.ops._runtime import ArrayRef
 
     rng = rng or np.random.default_rng(0)
@@ -308,6 +363,11 @@ def prepared(case: Case, rng: np.random.Generator | None = None) -> Any:
         ref = ArrayRef(None, "cai", dtype, shape, layout.contiguous_strides(shape),
                        (n + 1) << 32, 0)
         args.append(dispatch.Arg(f"x{n}", ref, promotes=n not in case.row.keep))
+    if gated(case.op):
+        halves = activations.split_halves(args[0].value, case.op)
+        args = [dispatch.Arg(f"x{n}", half) for n, half in enumerate(halves)]
+    elif case.op == "prelu":
+        args[1] = dispatch.Arg("x1", activations.channel_weight(args[0].value, args[1].value))
     call = dispatch.resolve(case.op, args)
     out = dispatch.Bound(call.result, layout.contiguous_strides(call.shape), 1 << 40)
     inputs = [dispatch.Bound(o.dtype, layout.expand_strides(o.shape, o.strides, call.shape),

@@ -26,12 +26,14 @@ from ops_check import (
     Report,
     compare,
     expected,
+    gated,
     inputs,
     prepared,
+    result_shape,
     standard_cases,
 )
 
-from tile_mlir import ops
+from tile_mlir import op_table, ops
 from tile_mlir.dtypes import DTYPES, FP8
 from tile_mlir.ops import dispatch
 
@@ -85,7 +87,25 @@ def place(case: Case, args: Sequence[Any]) -> list[Any]:
 
 def _torch_fn(name: str) -> Any:
     torch = torch_module()
+    if op_table.ELEMENTWISE[name].family == "activation":
+        return getattr(torch.nn.functional, name)
     return getattr(torch, name)
+
+
+GATED_ACTIVATIONS = {"silu_and_mul": ("silu", {}), "gelu_and_mul": ("gelu", {}),
+                     "gelu_tanh_and_mul": ("gelu", {"approximate": "tanh"})}
+"""torch's counterpart of each gated op's activation."""
+
+
+def gated_reference(op: str, x: Any, dtype: str) -> Any:
+    """act(x[..., :N]) * x[..., N:] on torch's float32 path, rounded once to dtype (the
+    library's semantics, FlashInfer's kernels'; torch's own bf16 ops would round twice)."""
+    torch = torch_module()
+    name, kwargs = GATED_ACTIVATIONS[op]
+    wide = x.float()
+    n = wide.shape[-1] // 2
+    result = getattr(torch.nn.functional, name)(wide[..., :n], **kwargs) * wide[..., n:]
+    return _from_float(result, dtype)
 
 
 def _from_float(result: Any, dtype: str) -> Any:
@@ -99,6 +119,8 @@ def reference(case: Case, args: Sequence[Any], placed: Sequence[Any]) -> np.ndar
     """What the library's result must match: torch's op, or the NumPy reference."""
     if not HAVE_TORCH:
         return expected(case, list(args))
+    if gated(case.op):
+        return to_host(gated_reference(case.op, placed[0], case.result), case.result)
     widen = case.dtype in FP8
     inputs = [p.float() if widen and hasattr(p, "float") and n not in case.row.keep else p
               for n, p in enumerate(placed)]
@@ -145,14 +167,24 @@ PATTERNS = [  # seed 004's broadcast patterns: (input, other)
 ]
 
 
-PATTERN_OPS = ("add", "lt", "maximum", "bitwise_and", "logical_or", "remainder", "mul")
+PATTERN_OPS = ("add", "lt", "maximum", "bitwise_and", "logical_or", "remainder", "mul",
+               "prelu")
 """One or two ops per family also run seed 004's broadcast patterns (each a kernel of its
 own: the others' broadcasting is the same code, checked in the null tier for all)."""
 
 
+PRELU_PATTERNS = [  # (input, weight): channels along dim 1 of 3-d and 4-d inputs
+    ((2, 33, 64), (33,)),
+    ((2, 3, 17, 17), (3,)),
+    ((2, 3, 17, 17), (1,)),
+]
+
+
 def cases(op: str, dtype: str) -> list[Case]:
     found = [case for shape in SHAPES for case in standard_cases(op, dtype, shape)]
-    if op in PATTERN_OPS:
+    if op == "prelu":
+        found += [Case(op, dtype, pattern) for pattern in PRELU_PATTERNS]
+    elif op in PATTERN_OPS:
         found += [Case(op, dtype, pattern) for pattern in PATTERNS]
     return found
 
@@ -195,8 +227,7 @@ def run(case: Case, rng: np.random.Generator) -> Report:
     """One case: the library's result (into a poisoned out=) against the reference."""
     args = inputs(case, rng)
     placed = place(case, args)
-    shape = np.broadcast_shapes(*[np.shape(a) for a in args])
-    out = poisoned_out(case, shape, placed[0])
+    out = poisoned_out(case, result_shape(case, args), placed[0])
     fn = getattr(ops, case.op)
     takes_out = "out" in inspect.signature(fn).parameters
     result = fn(*placed, out=out) if takes_out else fn(*placed)

@@ -114,3 +114,55 @@ def test_numpy_arrays() -> None:
     got = ops.maximum(x, 0.0)
     assert isinstance(got, np.ndarray)
     np.testing.assert_array_equal(got, np.maximum(x, np.float32(0)))
+
+
+# ------------------------------------------------------------- activations
+
+
+def _report(case_op: str, dtype: str, got: Any, want: Any) -> None:
+    from ops_check import Case, compare
+    from ops_torch import to_host
+
+    case = Case(case_op, dtype, (tuple(got.shape),))
+    report = compare(case, to_host(got, dtype), to_host(want, dtype))
+    print(f"{case.id}: max rel {report.max_rel:.3g}, max {report.max_ulp} ulp")
+    assert report.ok, report.detail
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+def test_gelu_over_the_whole_line(approximate: str, dtype: str) -> None:
+    """[-12, 12], the far left included, where torch's formula cancels (1 + erf -> 0) and
+    the null tier's float64 reference cannot follow: same formula, same result."""
+    torch = _torch()
+    from ops_torch import torch_dtype
+
+    x = torch.linspace(-12, 12, (1 << 16) + 3, device="cuda").to(torch_dtype(dtype))
+    got = ops.gelu(x, approximate=approximate)
+    want = torch.nn.functional.gelu(x, approximate=approximate)
+    _report("gelu" if approximate == "none" else "gelu_tanh", dtype, got, want)
+
+
+@pytest.mark.parametrize("op", ["silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul"])
+def test_gated_on_sliced_and_large_inputs(op: str) -> None:
+    """A column slice (rows 2N apart, not 16-byte aligned), and vLLM's bf16 8192 x 2*7168."""
+    torch = _torch()
+    from ops_torch import gated_reference
+
+    wide = torch.randn(64, 2 * 1237 + 6, device="cuda", dtype=torch.bfloat16)
+    for x in (wide[:, 3:-3], torch.randn(8192, 2 * 7168, device="cuda", dtype=torch.bfloat16)):
+        got = getattr(ops, op)(x)
+        _report(op, "bf16", got, gated_reference(op, x, "bf16"))
+
+
+def test_prelu_channels_and_inplace_against_torch() -> None:
+    torch = _torch()
+    functional = torch.nn.functional
+    x = torch.randn(4, 16, 9, 11, device="cuda", dtype=torch.float16)
+    for weight in (torch.rand(16, device="cuda", dtype=torch.float16),
+                   torch.rand(32, device="cuda", dtype=torch.float16)[::2],
+                   torch.rand(1, device="cuda", dtype=torch.float16)):
+        assert torch.equal(ops.prelu(x, weight), functional.prelu(x, weight))
+    y = x.clone()
+    assert ops.leaky_relu(y, 0.2, inplace=True) is y
+    assert torch.equal(y, functional.leaky_relu(x, 0.2))

@@ -36,7 +36,8 @@ def harness(device: Device, monkeypatch: pytest.MonkeyPatch) -> Device:
 
 @pytest.mark.parametrize(("op", "dtype"), [("add", "bf16"), ("lt", "i32"), ("where", "f16"),
                                            ("nan_to_num", "f32"), ("isinf", "f8e5m2"),
-                                           ("masked_fill", "bool")])
+                                           ("masked_fill", "bool"), ("silu_and_mul", "bf16"),
+                                           ("prelu", "f16"), ("softplus", "f8e4m3")])
 def test_gpu_cases_pass_on_the_pretend_device(harness: Device, rng: np.random.Generator,
                                               op: str, dtype: str) -> None:
     for case in ops_torch.cases(op, dtype):

@@ -99,6 +99,17 @@ def _binary(name: str, body: Body, ref: Reference, *, dtypes: tuple[str, ...] = 
     return EwOp(name, 2, body, ref, dtypes, "same", "binary_arith", native, exact=exact)
 
 
+def _activation(name: str, arity: int = 1, *, scalar_only: tuple[int, ...] = (),
+                native: tuple[str, ...] = (), exact: bool = False) -> EwOp:
+    return EwOp(name, arity, getattr(b, name), getattr(r, name), F, "same", "activation",
+                native, scalar_only=scalar_only, exact=exact)
+
+
+def _gated(name: str, activation: Body) -> EwOp:
+    """act(a) * b: the library applies it to the two halves of one input."""
+    return EwOp(name, 2, b.gated(activation), getattr(r, name), F, "same", "fused_gated")
+
+
 def _compare(name: str) -> EwOp:
     return EwOp(name, 2, b.comparison(name), getattr(r, name), FIB, "bool", "comparison",
                 exact=True)
@@ -149,6 +160,27 @@ _ROWS = (
     EwOp("lerp", 3, b.lerp, r.lerp, F, "same", "binary_arith"),
     _binary("maximum", b.maximum, r.maximum, dtypes=FIB, native=HALVES),
     _binary("minimum", b.minimum, r.minimum, dtypes=FIB, native=HALVES),
+    # activation: torch.nn.functional's, on floats, computed in f32 for the narrow ones
+    # (torch's opmath) with torch's CUDA formulas; scalar parameters are kernel arguments
+    _activation("relu", native=HALVES, exact=True),
+    _activation("gelu"),
+    _activation("silu"),
+    _activation("sigmoid"),
+    _activation("tanh"),
+    _activation("leaky_relu", 2, scalar_only=(1,), exact=True),
+    _activation("elu", 2, scalar_only=(1,)),
+    _activation("selu"),
+    _activation("hardswish", exact=True),
+    _activation("hardsigmoid", exact=True),
+    _activation("hardtanh", 3, scalar_only=(1, 2), exact=True),
+    _activation("softplus", 3, scalar_only=(1, 2)),
+    _activation("mish"),
+    _activation("prelu", 2, exact=True),  # weight: (C,) along dim 1 or (1,), by strides
+    EwOp("gelu_tanh", 1, b.gelu_tanh, r.gelu_tanh, F, "same", "internal"),  # approximate="tanh"
+    # fused_gated: act(x[..., :N]) * x[..., N:] (vLLM, FlashInfer), rounded once
+    _gated("silu_and_mul", b.silu),
+    _gated("gelu_and_mul", b.gelu),
+    _gated("gelu_tanh_and_mul", b.gelu_tanh),
     # comparison: NaN compares false, except ne
     *(_compare(name) for name in ("eq", "ne", "gt", "lt", "ge", "le")),
     # bitwise, on integers and bools

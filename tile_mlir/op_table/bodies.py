@@ -410,6 +410,154 @@ def fma(args: list[Value], _: Type) -> Value:
     return D.math.fma(*args)
 
 
+# ---------------------------------------------------------------- activations
+# torch's CUDA kernels (ATen/native/cuda/Activation*Kernel.cu), in the compute type (f32
+# for the narrow floats, torch's opmath), with the same operations in the same order so
+# that the exact ones round as torch rounds.
+
+_SQRT1_2 = 0.7071067811865476  # M_SQRT1_2
+_GELU_BETA = 0.7978845608028654  # M_SQRT2 * M_2_SQRTPI * 0.5
+_GELU_KAPPA = 0.044715
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _f32(value: float) -> float:
+    """A double constant as torch's kernels hold it: rounded to float."""
+    import numpy as np
+
+    return float(np.float32(value))
+
+
+def _std_max(a: Value, b: Value) -> Value:
+    """std::max(a, b) = a < b ? b : a: a NaN in a passes through."""
+    return D.arith.select(compare("lt", a, b), b, a)
+
+
+def _std_min(a: Value, b: Value) -> Value:
+    """std::min(a, b) = b < a ? b : a: a NaN in a passes through."""
+    return D.arith.select(compare("lt", b, a), b, a)
+
+
+def relu(args: list[Value], ty: Type) -> Value:
+    """clamp_min(x, 0): NaN stays NaN, -0 gives +0."""
+    return D.arith.maximumf(args[0], const(ty, 0.0))
+
+
+def _positive_or(x: Value, ty: Type, otherwise: Value) -> Value:
+    """x > 0 ? x : otherwise (NaN takes `otherwise`, which carries it)."""
+    return D.arith.select(compare("gt", x, const(ty, 0.0)), x, otherwise)
+
+
+def leaky_relu(args: list[Value], ty: Type) -> Value:
+    x, slope = args
+    return _positive_or(x, ty, D.arith.mulf(x, slope))
+
+
+def prelu(args: list[Value], ty: Type) -> Value:
+    x, weight = args
+    return _positive_or(x, ty, D.arith.mulf(weight, x))
+
+
+def elu(args: list[Value], ty: Type) -> Value:
+    """x > 0 ? x : expm1(x) * alpha (torch's elu_kernel with scale = input_scale = 1)."""
+    x, alpha = args
+    return _positive_or(x, ty, D.arith.mulf(D.math.expm1(x), alpha))
+
+
+def selu(args: list[Value], ty: Type) -> Value:
+    """elu with scale: x > 0 ? x * scale : expm1(x) * (alpha * scale), the constants
+    rounded to float and their product taken in float, as torch does."""
+    arith, x = D.arith, args[0]
+    scale = _f32(SELU_SCALE)
+    negative = _f32(_f32(SELU_ALPHA) * scale)
+    positive = arith.mulf(x, const(ty, scale))
+    below = arith.mulf(D.math.expm1(x), const(ty, negative))
+    return arith.select(compare("gt", x, const(ty, 0.0)), positive, below)
+
+
+def sigmoid(args: list[Value], ty: Type) -> Value:
+    """1 / (1 + exp(-x))."""
+    arith, x = D.arith, args[0]
+    one = const(ty, 1.0)
+    return arith.divf(one, arith.addf(one, D.math.exp(arith.negf(x))))
+
+
+def silu(args: list[Value], ty: Type) -> Value:
+    """x / (1 + exp(-x))."""
+    arith, x = D.arith, args[0]
+    return arith.divf(x, arith.addf(const(ty, 1.0), D.math.exp(arith.negf(x))))
+
+
+def gelu(args: list[Value], ty: Type) -> Value:
+    """x * 0.5 * (1 + erf(x * M_SQRT1_2))."""
+    arith, x = D.arith, args[0]
+    erf = D.math.erf(arith.mulf(x, const(ty, _f32(_SQRT1_2))))
+    return arith.mulf(arith.mulf(x, const(ty, 0.5)), arith.addf(const(ty, 1.0), erf))
+
+
+def gelu_tanh(args: list[Value], ty: Type) -> Value:
+    """0.5 * x * (1 + tanh(kBeta * (x + kKappa * x^3))); nvcc contracts the inner
+    x + kKappa * x^3 into one fma, and so does this body."""
+    arith, x = D.arith, args[0]
+    cube = arith.mulf(arith.mulf(x, x), x)
+    inner = arith.mulf(const(ty, _f32(_GELU_BETA)),
+                       D.math.fma(const(ty, _f32(_GELU_KAPPA)), cube, x))
+    tanh = D.math.tanh(inner)
+    return arith.mulf(arith.mulf(const(ty, 0.5), x), arith.addf(const(ty, 1.0), tanh))
+
+
+def tanh(args: list[Value], _: Type) -> Value:
+    return D.math.tanh(args[0])
+
+
+def hardsigmoid(args: list[Value], ty: Type) -> Value:
+    """min(max(x + 3, 0), 6) * (1/6), std::max/std::min (NaN passes through)."""
+    arith, x = D.arith, args[0]
+    clipped = _std_min(_std_max(arith.addf(x, const(ty, 3.0)), const(ty, 0.0)), const(ty, 6.0))
+    return arith.mulf(clipped, const(ty, _f32(1.0 / 6.0)))
+
+
+def hardswish(args: list[Value], ty: Type) -> Value:
+    """x * min(max(x + 3, 0), 6) * (1/6), left to right (-inf gives NaN, as in torch)."""
+    arith, x = D.arith, args[0]
+    clipped = _std_min(_std_max(arith.addf(x, const(ty, 3.0)), const(ty, 0.0)), const(ty, 6.0))
+    return arith.mulf(arith.mulf(x, clipped), const(ty, _f32(1.0 / 6.0)))
+
+
+def hardtanh(args: list[Value], ty: Type) -> Value:
+    """torch's hardtanh is clamp(x, min_val, max_val): NaN propagates."""
+    return clamp(args, ty)
+
+
+def softplus(args: list[Value], ty: Type) -> Value:
+    """x * beta > threshold ? x : log1p(exp(x * beta)) / beta."""
+    arith, math = D.arith, D.math
+    x, beta, threshold = args
+    scaled = arith.mulf(x, beta)
+    smooth = arith.divf(math.log1p(math.exp(scaled)), beta)
+    return arith.select(compare("gt", scaled, threshold), x, smooth)
+
+
+def mish(args: list[Value], _: Type) -> Value:
+    """x * tanh(log1p(exp(x)))."""
+    math, x = D.math, args[0]
+    return D.arith.mulf(x, math.tanh(math.log1p(math.exp(x))))
+
+
+# ----------------------------------------------------------- fused gated activations
+
+
+def gated(activation: Body) -> Body:
+    """act(a) * b on the two halves of the input, computed in the compute type and
+    rounded once (FlashInfer's act_and_mul; vLLM rounds act(a) to the dtype first)."""
+    def body(args: list[Value], ty: Type) -> Value:
+        a, b = args
+        return D.arith.mulf(activation([a], ty), b)
+
+    return body
+
+
 # ------------------------------------------------------------------ rope
 
 

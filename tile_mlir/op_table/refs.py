@@ -258,6 +258,108 @@ def zero() -> Array:
     return np.zeros(())
 
 
+# ---------------------------------------------------------------- activations
+# torch's CUDA formulas (bodies.py): the transcendental ones in float64 and rounded once,
+# the exact ones (relu, leaky_relu, prelu, hardtanh, hardsigmoid, hardswish) operation by
+# operation in the compute type, as the kernels round.
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def relu(x: Array) -> Array:
+    """clamp_min(x, 0): NaN kept, -0 gives +0."""
+    x = np.asarray(x)
+    return np.asarray(np.where((x > 0) | np.isnan(x), x, np.zeros_like(x)))
+
+
+def leaky_relu(x: Array, slope: Array) -> Array:
+    with np.errstate(all="ignore"):
+        return np.asarray(np.where(x > 0, x, x * slope))
+
+
+def prelu(x: Array, weight: Array) -> Array:
+    with np.errstate(all="ignore"):
+        return np.asarray(np.where(x > 0, x, weight * x))
+
+
+def _f32(value: float) -> float:
+    return float(np.float32(value))
+
+
+_erf64 = np.vectorize(math.erf, otypes=[np.float64])
+
+
+elu = in_float64(lambda x, alpha: np.where(x > 0, x, np.expm1(x) * alpha))
+selu = in_float64(lambda x: np.where(x > 0, x * _f32(_SELU_SCALE),
+                                     np.expm1(x) * _f32(_f32(_SELU_ALPHA) * _f32(_SELU_SCALE))))
+
+
+def _exp_in(x: Array) -> Array:
+    """exp(-x) for sigmoid and silu, rounded to x's type: infinite where the kernel's
+    overflows (silu(-100) is -0 in torch's float formula, not -3.7e-42)."""
+    with np.errstate(all="ignore"):
+        return np.exp(-np.asarray(x, np.float64)).astype(np.asarray(x).dtype)
+
+
+def sigmoid(x: Array) -> Array:
+    return in_float64(lambda x, e: 1.0 / (1.0 + e))(x, _exp_in(x))
+
+
+def silu(x: Array) -> Array:
+    return in_float64(lambda x, e: x / (1.0 + e))(x, _exp_in(x))
+
+
+tanh = in_float64(np.tanh)
+gelu = in_float64(lambda x: x * 0.5 * (1.0 + _erf64(x * math.sqrt(0.5))))
+gelu_tanh = in_float64(lambda x: 0.5 * x * (1.0 + np.tanh(
+    math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x))))
+mish = in_float64(lambda x: x * np.tanh(np.log1p(np.exp(x))))
+softplus = in_float64(lambda x, beta, threshold: np.where(
+    x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta))
+
+
+def _std_clip(x: Array, low: float, high: float) -> Array:
+    """std::min(std::max(x, low), high): NaN passes through."""
+    x = np.where(x < low, np.asarray(low, x.dtype), x)
+    return np.where(high < x, np.asarray(high, x.dtype), x)
+
+
+def hardsigmoid(x: Array) -> Array:
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        return np.asarray(_std_clip(x + x.dtype.type(3), 0.0, 6.0) * x.dtype.type(1 / 6))
+
+
+def hardswish(x: Array) -> Array:
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        return np.asarray(x * _std_clip(x + x.dtype.type(3), 0.0, 6.0) * x.dtype.type(1 / 6))
+
+
+def hardtanh(x: Array, low: Array, high: Array) -> Array:
+    return clamp(x, low, high)
+
+
+# ----------------------------------------------------------- fused gated activations
+
+
+def _gated(activation: Callable[[Array], Array]) -> Reference:
+    """act(a) * b in float64, rounded once (bodies.gated)."""
+    return in_float64(lambda a, b: activation(a) * b)
+
+
+
+
+def silu_and_mul(a: Array, b: Array) -> Array:
+    return in_float64(lambda a, e, b: a / (1.0 + e) * b)(a, _exp_in(a), b)
+
+
+gelu_and_mul = _gated(lambda a: a * 0.5 * (1.0 + _erf64(a * math.sqrt(0.5))))
+gelu_tanh_and_mul = _gated(lambda a: 0.5 * a * (1.0 + np.tanh(
+    math.sqrt(2.0 / math.pi) * (a + 0.044715 * a * a * a))))
+
+
 # ------------------------------------------------------------------ rope
 
 

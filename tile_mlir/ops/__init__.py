@@ -8,6 +8,9 @@ every op made of tile programs compiled through the tile passes (and cached).
     m = ops.gt(x, 0.5)                         # bool, as torch.gt
     z = ops.where(m, x, 0.0, out=torch.empty_like(x))
     s = ops.sum(x, dim=-1)                     # reductions (ops/reductions.py)
+    h = ops.silu_and_mul(torch.cat([x, x], -1))  # activations (ops/activations.py)
+    tops = ops.torch_ops()                     # the same as torch custom ops, for
+    f = torch.compile(lambda x: tops.exp(x), fullgraph=True)  # torch.compile
     q, k = ops.rope_neox(query, key, positions)  # RoPE (ops/rope.py)
 
 The elementwise ops are seed 004's family: each is a row of the registry
@@ -19,7 +22,11 @@ each op (see docs/ops.md for the exceptions).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tile_mlir import op_table
+from tile_mlir.ops.activations import *  # noqa: F403 - activations, fused gated ones
+from tile_mlir.ops.activations import __all__ as _activations
 from tile_mlir.ops.functions import *  # noqa: F403 - the elementwise functions
 from tile_mlir.ops.functions import __all__ as _functions
 from tile_mlir.ops.reductions import amax, amin, mean, prod, sum  # noqa: A004 - torch's names
@@ -32,11 +39,24 @@ from tile_mlir.ops.rope import (
     rope_yarn,
 )
 
+if TYPE_CHECKING:
+    from tile_mlir.ops.torch_library import TorchOps
+
 
 def list_ops() -> list[op_table.EwOp | op_table.Composite]:
     """The library's elementwise ops (registry rows and composites), family by family."""
     return op_table.library_ops()
 
 
-__all__ = [*_functions, "amax", "amin", "list_ops", "mean", "prod", "rope_cache",  # noqa: PLE0604
-           "rope_llama31", "rope_longrope", "rope_neox", "rope_non_neox", "rope_yarn", "sum"]
+def torch_ops() -> TorchOps:
+    """The library's ops as torch custom ops (`torch.ops.tile_mlir.*`), which
+    torch.compile(fullgraph=True) traces through; registered on the first call (needs
+    torch). See ops/torch_library.py."""
+    from tile_mlir.ops import torch_library
+
+    return torch_library.torch_ops()
+
+
+__all__ = [*_functions, *_activations, "amax", "amin", "list_ops", "mean", "prod",  # noqa: PLE0604
+           "rope_cache", "rope_llama31", "rope_longrope", "rope_neox", "rope_non_neox",
+           "rope_yarn", "sum", "torch_ops"]

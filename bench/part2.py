@@ -1,0 +1,420 @@
+"""Benchmark: part 2's ops (seed 004) against torch eager and torch.compile, TB/s of
+essential traffic.
+
+- silu_and_mul bf16 8192x14336 (the bar: >= 3.0 TB/s on an H100; torch eager
+  F.silu(x[..., :N]) * x[..., N:] 1.06, inductor 2.98), and the other gated ops;
+- the 14 activations at 2^24, 2^26, 2^28 elements, f32/f16/bf16;
+- RoPE neox / non-neox at a llama-like shape (32 q heads, 8 kv heads, head_dim
+  128, bf16, 4096..16384 tokens) against a torch formula and its torch.compile;
+- dropout, alibi and sinusoidal.
+
+Timing is bench/elementwise.py's: CUDA events around CUDA-graph replays of calls
+on input sets rotated past L2 (a plain loop where a call does not capture), the
+median of many replays. Traffic is what an op must move: each input read once,
+each output written once (RoPE: q and k read and written, a cos/sin row per
+token, the positions; dropout: x read, y written; alibi/sinusoidal: the output).
+An op that tile_mlir.ops does not have yet, or that fails, reports "n/a" with the
+reason, so this runs before and after part 2's ops are merged.
+
+    python3 bench/part2.py                  # everything (several minutes)
+    python3 bench/part2.py --quick          # the bars: silu_and_mul, a few activations, RoPE
+    python3 bench/part2.py --only rope --tokens 4096,16384
+    python3 bench/part2.py --dry-run        # no GPU: the case list and an empty table
+
+It writes bench/results/part2-<device>.md and .json, and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+
+ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh", "leaky_relu", "elu", "selu",
+               "hardswish", "hardsigmoid", "hardtanh", "softplus", "mish", "prelu")
+GATED = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
+ROPES = ("rope_neox", "rope_non_neox")
+DTYPES = ("f32", "f16", "bf16")
+BAR_TBPS = 3.0  # silu_and_mul bf16 8192x14336, H100
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measurement: an op on inputs of a shape and dtype."""
+
+    group: str  # activation, gated, rope, dropout, generative
+    op: str
+    dtype: str
+    shape: tuple[int, ...]  # activations: (n,); gated: (M, 2N); rope: (tokens,); others: own
+
+    def label(self) -> str:
+        if self.group == "rope":
+            return f"{self.shape[0]} tokens"
+        if len(self.shape) == 1:
+            return f"2^{self.shape[0].bit_length() - 1}"
+        return "x".join(map(str, self.shape))
+
+
+@dataclass
+class Result:
+    case: Case
+    bytes: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)  # implementation -> s per call
+    how: dict[str, str] = field(default_factory=dict)  # graph or loop
+    errors: dict[str, str] = field(default_factory=dict)  # implementation -> why n/a
+
+    def tbps(self, impl: str) -> float | None:
+        s = self.seconds.get(impl)
+        return self.bytes / s / 1e12 if s and self.bytes else None
+
+    def ratio(self) -> float | None:
+        """tile_mlir's speed over the better peer's."""
+        ours = self.tbps("tile_mlir")
+        peers = [v for v in (self.tbps("torch"), self.tbps("inductor")) if v]
+        return ours / max(peers) if ours and peers else None
+
+
+# ------------------------------------------------------------------- cases
+
+
+def plan(args: argparse.Namespace) -> list[Case]:
+    """The cases to run, in the table's order."""
+    only = set(args.only.split(",")) if args.only else None
+    cases: list[Case] = []
+
+    def want(group: str) -> bool:
+        return only is None or group in only
+
+    if want("gated"):
+        cases += [Case("gated", op, "bf16", (8192, 2 * 14336)) for op in GATED]
+        if not args.quick:
+            cases += [Case("gated", op, dtype, (8192, 2 * 14336)) for op in GATED
+                      for dtype in ("f32", "f16")]
+    if want("activation"):
+        ops = ("silu", "gelu", "relu") if args.quick else ACTIVATIONS
+        sizes = (26,) if args.quick else tuple(int(s) for s in args.sizes.split(","))
+        dtypes = ("bf16",) if args.quick else DTYPES
+        cases += [Case("activation", op, dtype, (1 << size,)) for op in ops
+                  for dtype in dtypes for size in sizes]
+    if want("rope"):
+        tokens = (4096,) if args.quick else tuple(int(t) for t in args.tokens.split(","))
+        cases += [Case("rope", op, "bf16", (t,)) for op in ROPES for t in tokens]
+    if want("dropout") and not args.quick:
+        cases += [Case("dropout", "dropout", dtype, (1 << 26,)) for dtype in ("f32", "bf16")]
+    if want("generative") and not args.quick:
+        cases += [Case("generative", "alibi", "f32", (32, 2048)),
+                  Case("generative", "sinusoidal", "f32", (16384, 4096))]
+    return cases
+
+
+# ------------------------------------------------------------------ output
+
+
+def _cell(result: Result, impl: str) -> str:
+    value = result.tbps(impl)
+    if value is None:
+        return "n/a"
+    return f"{value:.2f}" + ("" if result.how.get(impl) == "graph" else "*")
+
+
+IMPLS = ("tile_mlir", "torch", "inductor")
+
+
+def table(results: list[Result]) -> list[str]:
+    """Markdown rows: one per case, TB/s per implementation and tile_mlir over the best."""
+    lines = ["| group | op | dtype | shape | MB | " +
+             " | ".join(f"{i} TB/s" for i in IMPLS) + " | vs better peer |",
+             "|---|---|---|---|---|" + "---|" * (len(IMPLS) + 1)]
+    for r in results:
+        ratio = r.ratio()
+        c = r.case
+        lines.append(f"| {c.group} | {c.op} | {c.dtype} | {c.label()} | {r.bytes / 1e6:.0f} | " +
+                     " | ".join(_cell(r, i) for i in IMPLS) +
+                     f" | {'n/a' if ratio is None else f'{ratio:.2f}x'} |")
+    return lines
+
+
+def notes(results: list[Result]) -> list[str]:
+    """Why cells are n/a (first reason per op and implementation), and the bar."""
+    lines = []
+    seen = set()
+    for r in results:
+        for impl, why in r.errors.items():
+            if (r.case.op, impl) not in seen:
+                seen.add((r.case.op, impl))
+                lines.append(f"- {r.case.op} ({impl}): {why}")
+    bar = [r for r in results if r.case.op == "silu_and_mul" and r.case.dtype == "bf16"
+           and r.case.shape == (8192, 2 * 14336)]
+    for r in bar:
+        ours = r.tbps("tile_mlir")
+        verdict = "n/a" if ours is None else \
+            f"{ours:.2f} TB/s: {'met' if ours >= BAR_TBPS else 'NOT met'}"
+        lines.append(f"- bar: silu_and_mul bf16 8192x14336 >= {BAR_TBPS} TB/s (H100): {verdict}")
+    return lines
+
+
+def report(results: list[Result], device: str, command: str, torch_version: str,
+           seconds: float) -> str:
+    header = [f"# Part 2 ops on {device}", "",
+              f"`python3 bench/part2.py {command}`, torch {torch_version}, "
+              f"{time.strftime('%Y-%m-%d')}, {seconds:.0f} s. TB/s of essential traffic "
+              "(inputs read once, outputs written once; RoPE: q and k read and written, a "
+              "cos/sin row and a position per token), median of CUDA-graph replays over input "
+              "sets rotated past L2 (*: a plain loop, the implementation did not capture). "
+              "torch: eager formulas (silu_and_mul as F.silu(x[..., :N]) * x[..., N:]); "
+              "inductor: torch.compile of the same. Gated shapes are the input's (M, 2N).", ""]
+    return "\n".join([*header, *table(results), "", "Notes:", *(notes(results) or ["- none"])]
+                     ) + "\n"
+
+
+def device_slug(device: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in device.lower()).strip("-").replace("--", "-")
+
+
+def write(results: list[Result], text: str, device: str) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stem = RESULTS / f"part2-{device_slug(device)}"
+    stem.with_suffix(".md").write_text(text)
+    stem.with_suffix(".json").write_text(json.dumps(
+        [{**asdict(r), "tbps": {i: r.tbps(i) for i in IMPLS}} for r in results], indent=1))
+    return stem
+
+
+# ---------------------------------------------------------------- measuring
+
+
+Setup = tuple[Any, Callable[..., Any], Callable[[], tuple[list[Any], list[Any]]]]
+"""(tile_mlir's function or None, torch's formula, a maker of (our args, torch's args))."""
+
+
+class Bench:
+    """Inputs, torch formulas and timing on the GPU (torch imported here, not above)."""
+
+    def __init__(self, replays: int) -> None:
+        import torch
+
+        sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+        from elementwise import time_call  # the same timing as bench/elementwise.py
+
+        from tile_mlir import ops
+
+        self.torch, self.ops, self.time_call, self.replays = torch, ops, time_call, replays
+        self.F = torch.nn.functional
+        self.dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+    # -- per group: tile_mlir's function, torch's formula, and inputs for both
+
+    def activation(self, case: Case, ours: Any, dtype: Any) -> Setup:
+        F, torch = self.F, self.torch
+        formulas: dict[str, Callable[..., Any]] = {
+            "gelu": lambda t: F.gelu(t, approximate="none"),
+            "sigmoid": torch.sigmoid, "tanh": torch.tanh, "prelu": F.prelu}
+        formula = formulas.get(case.op) or getattr(F, case.op)
+
+        def make() -> tuple[list[Any], list[Any]]:
+            x = torch.randn(case.shape, device="cuda", dtype=dtype) * 4
+            if case.op == "prelu":  # one slope for every channel
+                args = [x, torch.full((1,), 0.25, device="cuda", dtype=dtype)]
+                return args, args
+            return [x], [x]
+
+        return ours, formula, make
+
+    def gated(self, case: Case, ours: Any, dtype: Any) -> Setup:
+        F, torch = self.F, self.torch
+        act = {"silu_and_mul": F.silu, "gelu_and_mul": F.gelu,
+               "gelu_tanh_and_mul": lambda t: F.gelu(t, approximate="tanh")}[case.op]
+
+        def formula(x: Any) -> Any:
+            n = x.shape[-1] // 2
+            return act(x[..., :n]) * x[..., n:]
+
+        def make() -> tuple[list[Any], list[Any]]:
+            x = torch.randn(case.shape, device="cuda", dtype=dtype)
+            return [x], [x]
+
+        return ours, formula, make
+
+    def rope(self, case: Case, ours: Any, dtype: Any) -> Setup:
+        """Llama-like: 32 q heads, 8 kv heads, head_dim 128, (tokens, heads * 128) arrays.
+        torch's formula: neox rotates the halves of a head, non-neox (GPT-J) its
+        interleaved pairs; cache rows are [cos | sin] of head_dim / 2 each."""
+        torch = self.torch
+        heads, kv_heads, head_dim, max_pos = 32, 8, 128, 32768
+        neox = case.op == "rope_neox"
+
+        def rotate(x: Any, cos: Any, sin: Any) -> Any:
+            h = x.view(x.shape[0], -1, head_dim)
+            if neox:
+                x1, x2 = h.chunk(2, dim=-1)
+                return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), -1).view(x.shape)
+            x1, x2 = h[..., 0::2], h[..., 1::2]
+            return torch.stack((x1 * cos - x2 * sin, x2 * cos + x1 * sin), -1).view(x.shape)
+
+        def formula(a: dict[str, Any]) -> tuple[Any, Any]:
+            cos, sin = a["cos_sin_cache"][a["positions"]].chunk(2, dim=-1)
+            cos, sin = cos[:, None, :], sin[:, None, :]
+            return rotate(a["query"], cos, sin), rotate(a["key"], cos, sin)
+
+        def mine(a: dict[str, Any]) -> Any:
+            return ours(a["query"], a["key"], a["positions"], cos_sin_cache=a["cos_sin_cache"],
+                        rotary_dim=head_dim)
+
+        inverse = 1.0 / 10000 ** (torch.arange(0, head_dim, 2, device="cuda").float() / head_dim)
+        angles = torch.arange(max_pos, device="cuda").float()[:, None] * inverse[None, :]
+        cache = torch.cat((angles.cos(), angles.sin()), -1).to(dtype)
+        tokens = case.shape[0]
+
+        def make() -> tuple[list[Any], list[Any]]:
+            a = {"query": torch.randn(tokens, heads * head_dim, device="cuda", dtype=dtype),
+                 "key": torch.randn(tokens, kv_heads * head_dim, device="cuda", dtype=dtype),
+                 "positions": torch.randint(0, max_pos, (tokens,), device="cuda"),
+                 "cos_sin_cache": cache}
+            return [a], [a]
+
+        return (None if ours is None else mine), formula, make
+
+    def dropout(self, case: Case, ours: Any, dtype: Any) -> Setup:
+        torch = self.torch
+
+        def make() -> tuple[list[Any], list[Any]]:
+            x = torch.randn(case.shape, device="cuda", dtype=dtype)
+            return [x], [x]
+
+        mine = None if ours is None else (lambda x: ours(x, 0.1, True, 1234, 0))
+        return mine, (lambda x: self.F.dropout(x, 0.1, training=True)), make
+
+    def generative(self, case: Case, ours: Any, dtype: Any) -> Setup:
+        """alibi: (heads, n, n) of slope * (j - i); sinusoidal: (positions, dim) of
+        sin/cos interleaved. Shapes to check against the merged ops."""
+        torch = self.torch
+        a, b = case.shape
+
+        def alibi() -> Any:
+            slopes = 2.0 ** (-8.0 * torch.arange(1, a + 1, device="cuda") / a)
+            distance = torch.arange(b, device="cuda")[None, :] - \
+                torch.arange(b, device="cuda")[:, None]
+            return (slopes[:, None, None] * distance).to(dtype)
+
+        def sinusoidal() -> Any:
+            position = torch.arange(a, device="cuda", dtype=torch.float32)[:, None]
+            inverse = torch.exp(torch.arange(0, b, 2, device="cuda").float() *
+                                (-math.log(10000.0) / b))
+            table = torch.empty(a, b, device="cuda")
+            table[:, 0::2] = torch.sin(position * inverse)
+            table[:, 1::2] = torch.cos(position * inverse)
+            return table.to(dtype)
+
+        mine = None if ours is None else (lambda: ours(a, b, dtype, "cuda"))
+        return mine, (alibi if case.op == "alibi" else sinusoidal), lambda: ([], [])
+
+    # -- one case
+
+    def measure(self, case: Case) -> Result:
+        result = Result(case)
+        dtype = self.dtypes[case.dtype]
+        # a fresh dynamo per case: formulas share code objects, and past its recompile
+        # limit dynamo would quietly run one eagerly
+        self.torch._dynamo.reset()
+        ours = getattr(self.ops, case.op, None)
+        mine, formula, make = getattr(self, case.group)(case, ours, dtype)
+        our_args, torch_args = make()
+        reference = formula(*torch_args)
+        result.bytes = self._traffic(case, our_args, reference)
+        count = min(64, max(1, math.ceil(4 * _l2_bytes(self.torch) / max(result.bytes, 1))))
+        sets = [(our_args, torch_args)] + [make() for _ in range(count - 1)]
+        impls = {"tile_mlir": (mine, 0), "torch": (formula, 1),
+                 "inductor": (self.torch.compile(formula, dynamic=False), 1)}
+        for name, (fn, which) in impls.items():
+            if fn is None:
+                result.errors[name] = f"tile_mlir.ops has no {case.op}"
+                continue
+            try:
+                if name == "tile_mlir" and case.group != "dropout":
+                    self._check(fn(*our_args), reference)
+                seconds, how = self.time_call(fn, [s[which] for s in sets], self.replays)
+                result.seconds[name], result.how[name] = seconds, how
+            except Exception as e:  # noqa: BLE001 - an implementation that cannot run this
+                result.errors[name] = _why(e)
+        del sets
+        self.torch.cuda.empty_cache()
+        return result
+
+    def _check(self, ours: Any, want: Any) -> None:
+        """The benchmark counts only results that agree with torch's formula."""
+        torch = self.torch
+        pairs = zip(ours, want, strict=True) if isinstance(want, tuple) else [(ours, want)]
+        for got, expected in pairs:
+            if got.shape != expected.shape or got.dtype != expected.dtype:
+                raise AssertionError(f"result {got.dtype}{tuple(got.shape)}, torch's formula "
+                                     f"gives {expected.dtype}{tuple(expected.shape)}")
+            wide = expected.dtype != torch.float32
+            close = torch.isclose(got.float(), expected.float(), rtol=2e-2 if wide else 1e-4,
+                                  atol=5e-2 if wide else 1e-4, equal_nan=True)
+            if not bool(close.all()):
+                raise AssertionError(f"{int((~close).sum())} elements differ from torch's")
+
+    def _traffic(self, case: Case, our_args: list[Any], reference: Any) -> int:
+        outputs = reference if isinstance(reference, tuple) else (reference,)
+        written = sum(o.numel() * o.element_size() for o in outputs)
+        if case.group == "rope":  # q, k read and written; a cos/sin row and a position a token
+            a = our_args[0]
+            cache, positions = a["cos_sin_cache"], a["positions"]
+            return 2 * written + positions.numel() * (
+                cache.shape[-1] * cache.element_size() + positions.element_size())
+        read = sum(t.numel() * t.element_size() for t in our_args
+                   if isinstance(t, self.torch.Tensor))
+        return read + written
+
+
+def _why(e: Exception) -> str:
+    return f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+
+
+def _l2_bytes(torch: Any) -> int:
+    return int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="part 2 ops vs torch eager and inductor")
+    parser.add_argument("--quick", action="store_true", help="the bars only")
+    parser.add_argument("--only", help="groups: gated,activation,rope,dropout,generative")
+    parser.add_argument("--sizes", default="24,26,28", help="log2 sizes of the activations")
+    parser.add_argument("--tokens", default="4096,8192,16384", help="RoPE token counts")
+    parser.add_argument("--replays", type=int, default=30, help="timed replays per case")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="list the cases and print an empty table (no GPU)")
+    args = parser.parse_args(argv)
+    cases = plan(args)
+    if args.dry_run:
+        print("\n".join(table([Result(c) for c in cases])))
+        print(f"{len(cases)} cases")
+        return 0
+    bench = Bench(args.replays)
+    device = bench.torch.cuda.get_device_name(0)
+    started = time.time()
+    results = []
+    for case in cases:
+        result = bench.measure(case)
+        results.append(result)
+        print(table([result])[-1], *[f"  ({k}: {v})" for k, v in result.errors.items()],
+              flush=True)
+    text = report(results, device, " ".join(sys.argv[1:] if argv is None else argv),
+                  bench.torch.__version__, time.time() - started)
+    stem = write(results, text, device)
+    print(text)
+    print(f"wrote {stem}.md, .json")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
