@@ -4,7 +4,8 @@
 device addresses, with any shape, strides and offset (so broadcast,
 transposed, sliced and misaligned views are all expressible). The `device`
 fixture points the operator library's runtime glue (ops/_runtime.py) at it:
-arrays are described from it, outputs allocated in it, and kernels, still
+arrays are described from it, outputs allocated in it (host arrays copied
+there too), and kernels, still
 compiled from the library's tile programs by the compiler's passes, run in
 the host emulator (host.py) instead of being launched.
 """
@@ -113,6 +114,7 @@ def device(monkeypatch: pytest.MonkeyPatch) -> Iterator[Device]:
 
     monkeypatch.setattr(_runtime, "describe", describe_emu)
     monkeypatch.setattr(_runtime, "empty", empty)
+    monkeypatch.setattr(_runtime, "from_host", lambda values, like: emu.array(values))
     monkeypatch.setattr(_runtime, "kernel", lambda text, device: _Kernel(emu, text))
     monkeypatch.setattr(dispatch, "_chip", lambda device: None)
     yield emu

@@ -134,7 +134,30 @@ def _from_f32(name: str, bias: int, mantissa: int, largest: int) -> str:
   }}"""
 
 
-FP8_HELPERS = _from_f32("f8E4M3FN", 7, 3, 0x7E) + _from_f32("f8E5M2", 15, 2, 0x7B) + """
+# compiler-rt's f32 -> bf16 (round to nearest even, NaN kept quiet), which the host's x86
+# backend calls to materialize a bf16 vector constant (RoPE's NaN fill) and the JIT lacks
+TRUNCSFBF2 = """
+  func.func @__truncsfbf2(%x: f32) -> bf16 {
+    %bits = arith.bitcast %x : f32 to i32
+    %c16 = arith.constant 16 : i32
+    %c1 = arith.constant 1 : i32
+    %half = arith.constant 32767 : i32
+    %quiet = arith.constant 4194304 : i32
+    %high = arith.shrui %bits, %c16 : i32
+    %odd = arith.andi %high, %c1 : i32
+    %up = arith.addi %bits, %half : i32
+    %even = arith.addi %up, %odd : i32
+    %rounded = arith.shrui %even, %c16 : i32
+    %nan_bits = arith.ori %bits, %quiet : i32
+    %nan = arith.shrui %nan_bits, %c16 : i32
+    %is_nan = arith.cmpf uno, %x, %x : f32
+    %r32 = arith.select %is_nan, %nan, %rounded : i32
+    %r16 = arith.trunci %r32 : i32 to i16
+    %r = arith.bitcast %r16 : i16 to bf16
+    func.return %r : bf16
+  }"""
+
+FP8_HELPERS = TRUNCSFBF2 + _from_f32("f8E4M3FN", 7, 3, 0x7E) + _from_f32("f8E5M2", 15, 2, 0x7B) + """
   func.func private @__to_f16x2_f8E5M2(%v: vector<2xi8>) -> vector<2xf16> {
     %w = arith.extui %v : vector<2xi8> to vector<2xi16>
     %c8 = arith.constant dense<8> : vector<2xi16>

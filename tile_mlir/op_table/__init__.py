@@ -234,6 +234,9 @@ _ROWS = (
     EwOp("pow_scalar", 2, b.pow_scalar, r.pow_scalar, FI, "same", "internal",
          scalar_only=(1,)),
     EwOp("cast", 1, b.identity, r.identity, tuple(DTYPES), "any", "internal", exact=True),
+    # rope: a pair (x1, x2) rotated by (cos, sin), the two outputs (ops/rope.py)
+    EwOp("rope_first", 4, b.rope_first, r.rope_first, ("f32", *HALVES), "same", "internal"),
+    EwOp("rope_second", 4, b.rope_second, r.rope_second, ("f32", *HALVES), "same", "internal"),
     # generators (indexed rows, ops/generators.py): dropout's Philox stream and the
     # position encodings; the arguments are in bodies.py
     _generator("dropout_philox", 6, b.dropout, r.dropout, dtypes=F, out="same",
@@ -280,7 +283,21 @@ class Composite:
     summary: str
 
 
+_ROPE_ROWS = ("rope_first", "rope_second", "copy", "fill")
+_ROPE_DTYPES = ("f32", "f16", "bf16")
+
 COMPOSITES: tuple[Composite, ...] = (
+    # rope: query and key rotated by the positions' angles from a cos/sin cache
+    Composite("rope_neox", "rope", _ROPE_DTYPES, _ROPE_ROWS,
+              "neox pairs (x[i], x[i + rotary_dim/2])"),
+    Composite("rope_non_neox", "rope", _ROPE_DTYPES, _ROPE_ROWS,
+              "GPT-J pairs (x[2i], x[2i+1])"),
+    Composite("rope_llama31", "rope", _ROPE_DTYPES, _ROPE_ROWS,
+              "Llama 3.1's frequency scaling"),
+    Composite("rope_yarn", "rope", _ROPE_DTYPES, _ROPE_ROWS, "YaRN's frequencies and mscale"),
+    Composite("rope_longrope", "rope", _ROPE_DTYPES, _ROPE_ROWS,
+              "LongRoPE's per-pair rescale factors (Phi-3)"),
+    # dropout and the position encodings: indexed rows (ops/generators.py)
     Composite("dropout", "dropout", F, ("dropout_philox", "dropout_mask"),
               "zeroes elements with probability p (Philox 4x32-10 in the kernel), scales "
               "the rest by 1/(1-p)"),

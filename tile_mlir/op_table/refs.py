@@ -430,3 +430,20 @@ def sinusoidal(dim: Array, log2_base: Array, position: Array) -> Array:
     row, column = np.divmod(index, int(np.asarray(dim)))
     angle = row * np.exp2(-(column - column % 2) / int(np.asarray(dim)) * float(log2_base))
     return np.where(column % 2 == 1, np.cos(angle), np.sin(angle))
+
+
+# ------------------------------------------------------------------ rope
+
+
+def rope_first(x1: Array, x2: Array, cos: Array, sin: Array) -> Array:
+    """x1 * cos - x2 * sin, the product x2 * sin rounded once and the rest fused."""
+    x1, x2, cos, sin = (np.asarray(a) for a in (x1, x2, cos, sin))
+    product = (x2 * sin).astype(x1.dtype)
+    return np.asarray((x1.astype(np.float64) * cos - product).astype(x1.dtype))
+
+
+def rope_second(x1: Array, x2: Array, cos: Array, sin: Array) -> Array:
+    """x2 * cos + x1 * sin, the product x1 * sin rounded once and the rest fused."""
+    x1, x2, cos, sin = (np.asarray(a) for a in (x1, x2, cos, sin))
+    product = (x1 * sin).astype(x1.dtype)
+    return np.asarray((x2.astype(np.float64) * cos + product).astype(x1.dtype))

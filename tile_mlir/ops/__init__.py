@@ -12,6 +12,7 @@ every op made of tile programs compiled through the tile passes (and cached).
     d = ops.dropout(x, 0.1)                    # Philox in the kernel (ops/generators.py)
     tops = ops.torch_ops()                     # the same as torch custom ops, for
     f = torch.compile(lambda x: tops.exp(x), fullgraph=True)  # torch.compile
+    q, k = ops.rope_neox(query, key, positions)  # RoPE (ops/rope.py)
 
 The elementwise ops are seed 004's family: each is a row of the registry
 (tile_mlir.op_table) and runs as a tile program generated for it
@@ -38,6 +39,14 @@ from tile_mlir.ops.generators import (
     sinusoidal,
 )
 from tile_mlir.ops.reductions import amax, amin, mean, prod, sum  # noqa: A004 - torch's names
+from tile_mlir.ops.rope import (
+    rope_cache,
+    rope_llama31,
+    rope_longrope,
+    rope_neox,
+    rope_non_neox,
+    rope_yarn,
+)
 
 if TYPE_CHECKING:
     from tile_mlir.ops.torch_library import TorchOps
@@ -59,4 +68,5 @@ def torch_ops() -> TorchOps:
 
 __all__ = [*_functions, *_activations, "alibi", "amax", "amin",  # noqa: PLE0604
            "dropout", "get_rng_state", "list_ops", "manual_seed", "mean", "prod",
-           "set_rng_state", "sinusoidal", "sum", "torch_ops"]
+           "rope_cache", "rope_llama31", "rope_longrope", "rope_neox", "rope_non_neox",
+           "rope_yarn", "set_rng_state", "sinusoidal", "sum", "torch_ops"]

@@ -6,7 +6,8 @@ small module:
 - `describe(obj)`: what an argument is: a device array (torch, CuPy, any
   `__cuda_array_interface__`), a host array (NumPy), or not an array;
 - `empty(...)`: an output of the kind and on the device of an input
-  (tile_mlir.runtime.arrays.empty where the runtime has it);
+  (tile_mlir.runtime.arrays.empty where the runtime has it); `from_host(...)`:
+  a host array copied there (RoPE's cos/sin cache);
 - `kernel(text, device)`: compile (tile_mlir.compile, which answers from the
   runtime's kernel cache where it has one) and load;
 - `launch(...)`: on the caller's current stream (torch's or CuPy's), with
@@ -157,6 +158,28 @@ def empty_torch(shape: Sequence[int], dtype: str, device: Any) -> Any:
     """An uninitialized torch tensor on a CUDA device (the generators' default output)."""
     torch = importlib.import_module("torch")
     return torch.empty(tuple(shape), dtype=getattr(torch, DTYPES[dtype].numpy), device=device)
+
+
+_CARRIERS = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def from_host(array: np.ndarray, like: ArrayRef) -> Any:
+    """A copy of a host array of the kind and on the device of `like` (a NumPy array
+    stays as it is); bit for bit, whatever the element type (bf16 too)."""
+    if like.kind == "numpy":
+        return array
+    array = np.ascontiguousarray(array)
+    if like.kind == "torch":
+        torch = sys.modules["torch"]
+        carrier = torch.from_numpy(array.view(_CARRIERS[array.dtype.itemsize]))
+        return carrier.to(like.obj.device).view(getattr(torch, array.dtype.name))
+    if like.kind == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(like.device):
+            return cupy.asarray(array)
+    from tile_mlir.runtime import DeviceBuffer
+
+    return DeviceBuffer.from_array(array, like.device or 0)
 
 
 # ------------------------------------------------------------------ kernels

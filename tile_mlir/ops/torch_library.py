@@ -27,9 +27,7 @@ without torch, and `import tile_mlir.ops` does not import it.
 Ops are grouped by the form of their signature (`Form`: its parameters, how its
 result's meta follows from the arguments); an op is one line of `OPS`: its name
 (the function of tile_mlir.ops it calls) and its form, with any parameters of
-its own. `PENDING` holds the part-2 ops (activations, fused gated, RoPE,
-dropout, position encodings) written against their expected signatures: each is
-registered as soon as tile_mlir.ops has a function of its name.
+its own.
 
 The custom ops have no autograd formula (inference kernels): a backward through
 one raises torch's "no autograd formula" error.
@@ -407,6 +405,15 @@ OPS: tuple[Entry, ...] = (
     Entry("isnan", UNARY),
     Entry("isinf", UNARY),
     Entry("isfinite", UNARY),
+    # rope: (query, key, positions, *, cos_sin_cache, rotary_dim) -> (query, key); with the
+    # cache given, the variants' own parameters are the pairing and LongRoPE's rows
+    Entry("rope_neox", ROPE),
+    Entry("rope_non_neox", ROPE),
+    Entry("rope_llama31", ROPE, (Param("is_neox", "bool", True, keyword=True),)),
+    Entry("rope_yarn", ROPE, (Param("is_neox", "bool", True, keyword=True),)),
+    Entry("rope_longrope", ROPE, (Param("original_max_position", "int", keyword=True),
+                                  Param("max_position", "int", keyword=True),
+                                  Param("long", "bool?", None, keyword=True))),
     # dropout(x, p, training, seed, offset, return_mask) -> x' or (x', mask)
     Entry("dropout", DROPOUT),
     # position encodings
@@ -420,19 +427,6 @@ OPS: tuple[Entry, ...] = (
     Entry("mean", REDUCTION),
 )
 """The library's ops, seed 004's families in order, then the reductions."""
-
-
-PENDING: tuple[Entry, ...] = (
-    # rope: (query, key, positions, *, cos_sin_cache, rotary_dim) -> (query, key); the
-    # variants' own keyword parameters (scaling factors...) go in `extra`, keyword=True
-    Entry("rope_neox", ROPE),
-    Entry("rope_non_neox", ROPE),
-    Entry("rope_llama31", ROPE),
-    Entry("rope_yarn", ROPE),
-    Entry("rope_longrope", ROPE),
-)
-"""Part 2's ops, by their expected signatures: registered once tile_mlir.ops has them
-(check each signature against the merged function, then move its line to OPS)."""
 
 
 # ------------------------------------------------------------ registration
@@ -620,8 +614,8 @@ _REGISTERED: dict[str, TorchOps] = {}
 
 def torch_ops() -> TorchOps:
     """The library's ops as torch custom ops (namespace tile_mlir), registered on the first
-    call: OPS, and the PENDING ops that tile_mlir.ops has. Needs torch."""
+    call. Needs torch."""
     if NAMESPACE not in _REGISTERED:
         _torch()  # ImportError here, not half way through
-        _REGISTERED[NAMESPACE] = register((*OPS, *PENDING))
+        _REGISTERED[NAMESPACE] = register(OPS)
     return _REGISTERED[NAMESPACE]
