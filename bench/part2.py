@@ -4,21 +4,19 @@ essential traffic.
 - silu_and_mul bf16 8192x14336 (the bar: >= 3.0 TB/s on an H100; torch eager
   F.silu(x[..., :N]) * x[..., N:] 1.06, inductor 2.98), and the other gated ops;
 - the 14 activations at 2^24, 2^26, 2^28 elements, f32/f16/bf16;
-- RoPE neox / non-neox at a llama-like shape (32 q heads, 8 kv heads, head_dim
-  128, bf16, 4096..16384 tokens) against a torch formula and its torch.compile;
 - dropout, alibi and sinusoidal.
+RoPE has its own benchmark, bench/rope.py (against vLLM's forward_native).
 
 Timing is bench/elementwise.py's: CUDA events around CUDA-graph replays of calls
 on input sets rotated past L2 (a plain loop where a call does not capture), the
 median of many replays. Traffic is what an op must move: each input read once,
-each output written once (RoPE: q and k read and written, a cos/sin row per
-token, the positions; dropout: x read, y written; alibi/sinusoidal: the output).
+each output written once (dropout: x read, y written; alibi/sinusoidal: the output).
 An op that tile_mlir.ops does not have yet, or that fails, reports "n/a" with the
 reason, so this runs before and after part 2's ops are merged.
 
     python3 bench/part2.py                  # everything (several minutes)
-    python3 bench/part2.py --quick          # the bars: silu_and_mul, a few activations, RoPE
-    python3 bench/part2.py --only rope --tokens 4096,16384
+    python3 bench/part2.py --quick          # the bars: silu_and_mul, a few activations
+    python3 bench/part2.py --only gated,dropout
     python3 bench/part2.py --dry-run        # no GPU: the case list and an empty table
 
 It writes bench/results/part2-<device>.md and .json, and prints the table.
@@ -42,7 +40,6 @@ RESULTS = ROOT / "bench" / "results"
 ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh", "leaky_relu", "elu", "selu",
                "hardswish", "hardsigmoid", "hardtanh", "softplus", "mish", "prelu")
 GATED = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
-ROPES = ("rope_neox", "rope_non_neox")
 DTYPES = ("f32", "f16", "bf16")
 BAR_TBPS = 3.0  # silu_and_mul bf16 8192x14336, H100
 
@@ -51,14 +48,12 @@ BAR_TBPS = 3.0  # silu_and_mul bf16 8192x14336, H100
 class Case:
     """One measurement: an op on inputs of a shape and dtype."""
 
-    group: str  # activation, gated, rope, dropout, generative
+    group: str  # activation, gated, dropout, generative
     op: str
     dtype: str
-    shape: tuple[int, ...]  # activations: (n,); gated: (M, 2N); rope: (tokens,); others: own
+    shape: tuple[int, ...]  # activations: (n,); gated: (M, 2N); others: their own
 
     def label(self) -> str:
-        if self.group == "rope":
-            return f"{self.shape[0]} tokens"
         if len(self.shape) == 1:
             return f"2^{self.shape[0].bit_length() - 1}"
         return "x".join(map(str, self.shape))
@@ -105,9 +100,6 @@ def plan(args: argparse.Namespace) -> list[Case]:
         dtypes = ("bf16",) if args.quick else DTYPES
         cases += [Case("activation", op, dtype, (1 << size,)) for op in ops
                   for dtype in dtypes for size in sizes]
-    if want("rope"):
-        tokens = (4096,) if args.quick else tuple(int(t) for t in args.tokens.split(","))
-        cases += [Case("rope", op, "bf16", (t,)) for op in ROPES for t in tokens]
     if want("dropout") and not args.quick:
         cases += [Case("dropout", "dropout", dtype, (1 << 26,)) for dtype in ("f32", "bf16")]
     if want("generative") and not args.quick:
@@ -167,8 +159,7 @@ def report(results: list[Result], device: str, command: str, torch_version: str,
     header = [f"# Part 2 ops on {device}", "",
               f"`python3 bench/part2.py {command}`, torch {torch_version}, "
               f"{time.strftime('%Y-%m-%d')}, {seconds:.0f} s. TB/s of essential traffic "
-              "(inputs read once, outputs written once; RoPE: q and k read and written, a "
-              "cos/sin row and a position per token), median of CUDA-graph replays over input "
+              "(inputs read once, outputs written once), median of CUDA-graph replays over input "
               "sets rotated past L2 (*: a plain loop, the implementation did not capture). "
               "torch: eager formulas (silu_and_mul as F.silu(x[..., :N]) * x[..., N:]); "
               "inductor: torch.compile of the same. Gated shapes are the input's (M, 2N).", ""]
@@ -244,45 +235,6 @@ class Bench:
 
         return ours, formula, make
 
-    def rope(self, case: Case, ours: Any, dtype: Any) -> Setup:
-        """Llama-like: 32 q heads, 8 kv heads, head_dim 128, (tokens, heads * 128) arrays.
-        torch's formula: neox rotates the halves of a head, non-neox (GPT-J) its
-        interleaved pairs; cache rows are [cos | sin] of head_dim / 2 each."""
-        torch = self.torch
-        heads, kv_heads, head_dim, max_pos = 32, 8, 128, 32768
-        neox = case.op == "rope_neox"
-
-        def rotate(x: Any, cos: Any, sin: Any) -> Any:
-            h = x.view(x.shape[0], -1, head_dim)
-            if neox:
-                x1, x2 = h.chunk(2, dim=-1)
-                return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), -1).view(x.shape)
-            x1, x2 = h[..., 0::2], h[..., 1::2]
-            return torch.stack((x1 * cos - x2 * sin, x2 * cos + x1 * sin), -1).view(x.shape)
-
-        def formula(a: dict[str, Any]) -> tuple[Any, Any]:
-            cos, sin = a["cos_sin_cache"][a["positions"]].chunk(2, dim=-1)
-            cos, sin = cos[:, None, :], sin[:, None, :]
-            return rotate(a["query"], cos, sin), rotate(a["key"], cos, sin)
-
-        def mine(a: dict[str, Any]) -> Any:
-            return ours(a["query"], a["key"], a["positions"], cos_sin_cache=a["cos_sin_cache"],
-                        rotary_dim=head_dim)
-
-        inverse = 1.0 / 10000 ** (torch.arange(0, head_dim, 2, device="cuda").float() / head_dim)
-        angles = torch.arange(max_pos, device="cuda").float()[:, None] * inverse[None, :]
-        cache = torch.cat((angles.cos(), angles.sin()), -1).to(dtype)
-        tokens = case.shape[0]
-
-        def make() -> tuple[list[Any], list[Any]]:
-            a = {"query": torch.randn(tokens, heads * head_dim, device="cuda", dtype=dtype),
-                 "key": torch.randn(tokens, kv_heads * head_dim, device="cuda", dtype=dtype),
-                 "positions": torch.randint(0, max_pos, (tokens,), device="cuda"),
-                 "cos_sin_cache": cache}
-            return [a], [a]
-
-        return (None if ours is None else mine), formula, make
-
     def dropout(self, case: Case, ours: Any, dtype: Any) -> Setup:
         torch = self.torch
 
@@ -290,20 +242,18 @@ class Bench:
             x = torch.randn(case.shape, device="cuda", dtype=dtype)
             return [x], [x]
 
-        mine = None if ours is None else (lambda x: ours(x, 0.1, True, 1234, 0))
+        mine = None if ours is None else (lambda x: ours(x, 0.1, True, seed=1234))
         return mine, (lambda x: self.F.dropout(x, 0.1, training=True)), make
 
     def generative(self, case: Case, ours: Any, dtype: Any) -> Setup:
-        """alibi: (heads, n, n) of slope * (j - i); sinusoidal: (positions, dim) of
-        sin/cos interleaved. Shapes to check against the merged ops."""
+        """alibi: (heads, n) of slope_h * j; sinusoidal: (positions, dim) of sin/cos
+        interleaved."""
         torch = self.torch
         a, b = case.shape
 
         def alibi() -> Any:
             slopes = 2.0 ** (-8.0 * torch.arange(1, a + 1, device="cuda") / a)
-            distance = torch.arange(b, device="cuda")[None, :] - \
-                torch.arange(b, device="cuda")[:, None]
-            return (slopes[:, None, None] * distance).to(dtype)
+            return (slopes[:, None] * torch.arange(b, device="cuda")).to(dtype)
 
         def sinusoidal() -> Any:
             position = torch.arange(a, device="cuda", dtype=torch.float32)[:, None]
@@ -314,7 +264,7 @@ class Bench:
             table[:, 1::2] = torch.cos(position * inverse)
             return table.to(dtype)
 
-        mine = None if ours is None else (lambda: ours(a, b, dtype, "cuda"))
+        mine = None if ours is None else (lambda: ours(a, b, dtype=dtype, device="cuda"))
         return mine, (alibi if case.op == "alibi" else sinusoidal), lambda: ([], [])
 
     # -- one case
@@ -366,11 +316,6 @@ class Bench:
     def _traffic(self, case: Case, our_args: list[Any], reference: Any) -> int:
         outputs = reference if isinstance(reference, tuple) else (reference,)
         written = sum(o.numel() * o.element_size() for o in outputs)
-        if case.group == "rope":  # q, k read and written; a cos/sin row and a position a token
-            a = our_args[0]
-            cache, positions = a["cos_sin_cache"], a["positions"]
-            return 2 * written + positions.numel() * (
-                cache.shape[-1] * cache.element_size() + positions.element_size())
         read = sum(t.numel() * t.element_size() for t in our_args
                    if isinstance(t, self.torch.Tensor))
         return read + written
@@ -387,9 +332,8 @@ def _l2_bytes(torch: Any) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="part 2 ops vs torch eager and inductor")
     parser.add_argument("--quick", action="store_true", help="the bars only")
-    parser.add_argument("--only", help="groups: gated,activation,rope,dropout,generative")
+    parser.add_argument("--only", help="groups: gated,activation,dropout,generative")
     parser.add_argument("--sizes", default="24,26,28", help="log2 sizes of the activations")
-    parser.add_argument("--tokens", default="4096,8192,16384", help="RoPE token counts")
     parser.add_argument("--replays", type=int, default=30, help="timed replays per case")
     parser.add_argument("--dry-run", action="store_true",
                         help="list the cases and print an empty table (no GPU)")

@@ -4,7 +4,7 @@ torch.library.opcheck on every op of the table (schema, fake against the real
 result's meta, autograd registration, AOT dispatch with dynamic shapes), and
 blocks compiled with fullgraph=True by inductor against eager torch: one of
 part 1's ops and reductions, and an MLP with a fused gated activation and RoPE
-on q/k (skipped until those ops are merged).
+on q/k.
 
     source .stage/mlir/env.sh && python3 -m pytest -m gpu tests/test_ops_torch_compile_gpu.py
 """
@@ -55,13 +55,36 @@ def _arguments(entry: Entry, variant_params: Any, choices: Any) -> list[Any]:
     return args
 
 
+def _rope_arguments(name: str) -> list[Any]:
+    """query (5, 4, 16) and key (5, 2, 16) rotated by rows of a 32-position cache, and the
+    variants' own parameters (LongRoPE's lengths: the short factors' rows)."""
+    query = torch.randn(5, 4, 16, device="cuda")
+    key = torch.randn(5, 2, 16, device="cuda")
+    positions = torch.tensor([0, 3, 31, 3, 7], device="cuda")
+    cache = torch.randn(32, 16, device="cuda")
+    extra = [32, 32] if name == "rope_longrope" else []
+    return [query, key, positions, cache, 16, *extra]
+
+
+def _special_arguments(name: str) -> list[Any] | None:
+    """Arguments of the forms that are not operands and numbers: RoPE's, dropout's (a
+    seed, so that every run draws the same stream), the generators' sizes and device."""
+    carrier = torch.empty(0, device="cuda")
+    if name.startswith("rope_"):
+        return _rope_arguments(name)
+    if name in ("dropout", "dropout_mask"):
+        return [torch.randn(4, 8, device="cuda"), 0.25, True, 11, 0]
+    return {"alibi": [6, 10, torch.float32, carrier],
+            "sinusoidal": [10, 8, torch.float32, carrier]}.get(name)
+
+
 CALLS = [(v.name, e) for e in OPS for v in variants(e)]
 
 
 @pytest.mark.parametrize(("name", "entry"), CALLS, ids=[n for n, _ in CALLS])
 def test_opcheck(tops: Any, name: str, entry: Entry) -> None:
     variant = next(v for v in variants(entry) if v.name == name)
-    args = _arguments(entry, variant.params, variant.choices)
+    args = _special_arguments(name) or _arguments(entry, variant.params, variant.choices)
     op = getattr(tops.ops, name).default
     print(op._schema, [getattr(a, "dtype", a) for a in args])
     torch.library.opcheck(op, args)
@@ -119,8 +142,6 @@ def _rope_neox(query: Any, key: Any, positions: Any, cache: Any, head_dim: int
 def test_mlp_and_rope_block_compiles_whole(tops: Any) -> None:
     """linear -> silu_and_mul -> linear, and RoPE on q/k projections, bf16, against
     eager torch (F.silu(h[..., :N]) * h[..., N:], the rotation above)."""
-    if not all(hasattr(tops, n) for n in ("silu_and_mul", "rope_neox")):
-        pytest.skip("silu_and_mul and rope_neox are not in tile_mlir.ops yet")
     tokens, hidden, inter, heads, kv_heads, head_dim = 256, 1024, 2816, 8, 2, 128
     dt = torch.bfloat16
     up = torch.nn.Linear(hidden, 2 * inter, bias=False, device="cuda", dtype=dt)
@@ -133,9 +154,10 @@ def test_mlp_and_rope_block_compiles_whole(tops: Any) -> None:
     positions = torch.randint(0, 4096, (tokens,), device="cuda")
 
     def block(x: Any) -> tuple[Any, Any, Any]:
-        q, k = tops.rope_neox(wq(x), wk(x), positions, cos_sin_cache=cache,
-                              rotary_dim=head_dim)
-        return down(tops.silu_and_mul(up(x))), q, k
+        q = wq(x).view(tokens, heads, head_dim)
+        k = wk(x).view(tokens, kv_heads, head_dim)
+        q, k = tops.rope_neox(q, k, positions, cos_sin_cache=cache, rotary_dim=head_dim)
+        return down(tops.silu_and_mul(up(x))), q.view(tokens, -1), k.view(tokens, -1)
 
     def reference(x: Any) -> tuple[Any, Any, Any]:
         h = up(x)
