@@ -228,7 +228,7 @@ def _api_form(case: Case, args: list[Any], converted: list[Any], compute: str) -
         name = special or "pow_scalar"
         operands = converted[:1] if special else converted
         return op_table.ELEMENTWISE[name].ref(*operands)
-    storage = {"storage": case.result} if case.row.storage else {}
+    storage = {"storage": case.row.storage_type(case.result)} if case.row.storage else {}
     if case.op == "floor_divide" and case.shapes[1] is None and case.shapes[0] is not None \
             and DTYPES[case.result].is_float:
         with np.errstate(all="ignore"):

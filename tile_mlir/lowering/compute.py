@@ -252,7 +252,8 @@ class Compute:
         """The body on loaded inputs, converted to dst's type and stored at `at`."""
         dst = self.info.dst
         ty = value_type(self.compute, vec)
-        result = self.row.body(args, ty, storage=dst.dtype.name) if self.row.storage else \
+        storage = self.row.storage_type(dst.dtype.name)
+        result = self.row.body(args, ty, storage=storage) if self.row.storage else \
             self.row.body(args, ty)
         store(convert(result, self.result, dst.dtype, vec), at[dst.index], dst.dtype, vec)
 

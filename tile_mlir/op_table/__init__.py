@@ -38,7 +38,16 @@ from functools import reduce
 
 import numpy as np
 
-from tile_mlir.dtypes import DTYPES, FLOATS, HALVES, INTS, LIBRARY_FLOATS, opmath, promote_types
+from tile_mlir.dtypes import (
+    DTYPES,
+    FLOATS,
+    FP8,
+    HALVES,
+    INTS,
+    LIBRARY_FLOATS,
+    opmath,
+    promote_types,
+)
 from tile_mlir.op_table import bodies as b
 from tile_mlir.op_table import refs as r
 from tile_mlir.op_table.bodies import Body
@@ -91,6 +100,12 @@ class EwOp:
         if common in self.native and all(d == common for d in data):
             return common
         return opmath(common)
+
+    def storage_type(self, dst: str) -> str | None:
+        """The type a `storage` row rounds its intermediates to, for a dst type: dst's
+        (torch's scalar_t), except for fp8, which torch has no kernels for: there the
+        library's rule holds (compute in f32, round once)."""
+        return dst if self.storage and dst not in FP8 else None
 
     @property
     def public(self) -> bool:
