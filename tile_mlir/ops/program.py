@@ -304,17 +304,24 @@ class _Kernel:
         return name, result
 
     def _text(self) -> str:
-        sig = self.sig
-        args = ",\n        ".join(f"{a.name}: {a.type_}{a.attrs}" for a in self.args)
-        layout = "" if sig.index_bits == 64 else \
-            " attributes {dlti.dl_spec = #dlti.dl_spec<#dlti.dl_entry<index, 32 : i32>>}"
-        body = "\n".join(self.w.lines)
-        return (f"// {describe(sig)}\n"
-                "module attributes {gpu.container_module} {\n"
-                f"  gpu.module @{MODULE}{layout} {{\n"
-                f"    gpu.func @{KERNEL}({args}) kernel attributes "
-                f"{{known_block_size = array<i32: {sig.strategy.threads}, 1, 1>}} {{\n"
-                f"{body}\n      gpu.return\n    }}\n  }}\n}}\n")
+        return module_text(describe(self.sig), self.args, self.w.lines,
+                           self.sig.strategy.threads, self.sig.index_bits)
+
+
+def module_text(summary: str, args: list[_Arg], lines: list[str], threads: int,
+                index_bits: int) -> str:
+    """A library kernel's module: its one-line summary as a comment, the gpu.module (its
+    index width in the data layout) and the kernel with its arguments and body lines."""
+    params = ",\n        ".join(f"{a.name}: {a.type_}{a.attrs}" for a in args)
+    layout = "" if index_bits == 64 else \
+        " attributes {dlti.dl_spec = #dlti.dl_spec<#dlti.dl_entry<index, 32 : i32>>}"
+    body = "\n".join(lines)
+    return (f"// {summary}\n"
+            "module attributes {gpu.container_module} {\n"
+            f"  gpu.module @{MODULE}{layout} {{\n"
+            f"    gpu.func @{KERNEL}({params}) kernel attributes "
+            f"{{known_block_size = array<i32: {threads}, 1, 1>}} {{\n"
+            f"{body}\n      gpu.return\n    }}\n  }}\n}}\n")
 
 
 def describe(sig: Signature) -> str:

@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.lowering.alignment import DIVISIBILITY
-from tile_mlir.ops.program import DYNAMIC, KERNEL, MODULE, ArraySpec, _Arg, _memref, _Writer
+from tile_mlir.ops.program import DYNAMIC, ArraySpec, _Arg, _memref, _Writer, module_text
 
 STYLES = ("neox", "gptj")
 ARRAYS = ("query_out", "query", "key_out", "key", "cache", "positions")
@@ -259,17 +259,8 @@ class _RopeKernel:
             f": ({types}) -> ()")
 
     def _text(self) -> str:
-        sig = self.sig
-        args = ",\n        ".join(f"{a.name}: {a.type_}{a.attrs}" for a in self.args)
-        layout = "" if sig.index_bits == 64 else \
-            " attributes {dlti.dl_spec = #dlti.dl_spec<#dlti.dl_entry<index, 32 : i32>>}"
-        body = "\n".join(self.w.lines)
-        return (f"// {describe(sig)}\n"
-                "module attributes {gpu.container_module} {\n"
-                f"  gpu.module @{MODULE}{layout} {{\n"
-                f"    gpu.func @{KERNEL}({args}) kernel attributes "
-                f"{{known_block_size = array<i32: {sig.threads}, 1, 1>}} {{\n"
-                f"{body}\n      gpu.return\n    }}\n  }}\n}}\n")
+        return module_text(describe(self.sig), self.args, self.w.lines, self.sig.threads,
+                           self.sig.index_bits)
 
 
 def _times(stride: str, step: int) -> str:
