@@ -19,7 +19,8 @@ reason, so this runs before and after part 2's ops are merged.
     python3 bench/part2.py --only gated,dropout
     python3 bench/part2.py --dry-run        # no GPU: the case list and an empty table
 
-It writes bench/results/part2-<device>.md and .json, and prints the table.
+It writes bench/results/part2-<device>.md, .json and .png (one bar per case: the
+ratio to the better peer), and prints the table; `--plot <json>` re-plots a saved run.
 """
 
 from __future__ import annotations
@@ -178,6 +179,33 @@ def write(results: list[Result], text: str, device: str) -> Path:
     stem.with_suffix(".json").write_text(json.dumps(
         [{**asdict(r), "tbps": {i: r.tbps(i) for i in IMPLS}} for r in results], indent=1))
     return stem
+
+
+def plot(records: list[dict[str, Any]], path: Path, device: str) -> None:
+    """One bar per case: tile_mlir's TB/s over the better peer's (1.0: parity), the cases
+    in the table's order, from the records write() saves (so a saved run re-plots)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels, ratios = [], []
+    for record in records:
+        case, tbps = record["case"], record["tbps"]
+        peers = [tbps[i] for i in ("torch", "inductor") if tbps.get(i)]
+        if tbps.get("tile_mlir") and peers:
+            shape = "x".join(map(str, case["shape"]))
+            labels.append(f"{case['op']} {case['dtype']} {shape}")
+            ratios.append(tbps["tile_mlir"] / max(peers))
+    fig, ax = plt.subplots(figsize=(8, 0.16 * len(labels) + 1.2))
+    ax.barh(range(len(labels)), ratios, color=["C2" if r >= 1 else "C3" for r in ratios])
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(labels)), labels, fontsize=5)
+    ax.invert_yaxis()
+    ax.set_xlabel("tile_mlir TB/s / better of torch eager and inductor")
+    ax.set_title(f"Part 2 ops on {device}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 # ---------------------------------------------------------------- measuring
@@ -340,7 +368,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replays", type=int, default=30, help="timed replays per case")
     parser.add_argument("--dry-run", action="store_true",
                         help="list the cases and print an empty table (no GPU)")
+    parser.add_argument("--plot", type=Path, metavar="JSON",
+                        help="only plot a saved run (its .json) to the .png beside it")
     args = parser.parse_args(argv)
+    if args.plot is not None:
+        device = args.plot.stem.removeprefix("part2-")
+        plot(json.loads(args.plot.read_text()), args.plot.with_suffix(".png"), device)
+        return 0
     cases = plan(args)
     if args.dry_run:
         print("\n".join(table([Result(c) for c in cases])))
@@ -358,8 +392,9 @@ def main(argv: list[str] | None = None) -> int:
     text = report(results, device, " ".join(sys.argv[1:] if argv is None else argv),
                   bench.torch.__version__, time.time() - started)
     stem = write(results, text, device)
+    plot(json.loads(stem.with_suffix(".json").read_text()), stem.with_suffix(".png"), device)
     print(text)
-    print(f"wrote {stem}.md, .json")
+    print(f"wrote {stem}.md, .json, .png")
     return 0
 
 
