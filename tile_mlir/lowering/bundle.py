@@ -113,6 +113,13 @@ def _first_replica(layout: TileLayout, axes: dict[str, tuple[ir.Value, int]]
     return condition
 
 
+def lower_induced(info: OpInfo, anchor: TileLayout, max_bytes: int) -> None:
+    """The op's row applied over the bundle the anchor layout induces (accesses of up to
+    `max_bytes`): the lowering of the register variants."""
+    accesses = [Access.of(o, info.buffers) for o in info.memrefs]
+    emit(info, accesses, Compute(info), plan(accesses, anchor, max_bytes))
+
+
 def emit(info: OpInfo, accesses: list[Access], compute: Compute, bundle: Bundle) -> None:
     """Each thread walks its bundle: nested loops over the register dimensions."""
     anchor = bundle.anchor

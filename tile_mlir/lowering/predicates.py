@@ -69,5 +69,11 @@ def register_anchor(info: OpInfo) -> tuple[TileLayout | None, str]:
     return anchor, ""
 
 
+def anchored(info: OpInfo) -> Verdict:
+    """Accept when the register operands have an anchor layout (register_anchor)."""
+    anchor, reason = register_anchor(info)
+    return ACCEPT if anchor is not None else reject(reason)
+
+
 def first_failure(*verdicts: Verdict) -> Verdict:
     return next((v for v in verdicts if not v[0]), ACCEPT)

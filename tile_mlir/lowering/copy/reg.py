@@ -13,27 +13,27 @@ layout, only the first replica writes memory.
 
 from __future__ import annotations
 
-from tile_mlir.lowering import Variant, Verdict, bundle, register, reject
-from tile_mlir.lowering.access import Access
+from tile_mlir.lowering import Variant, Verdict, bundle, register
 from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.compute import Compute
 from tile_mlir.lowering.partition import MAX_ACCESS_BYTES
-from tile_mlir.lowering.predicates import all_in, first_failure, register_anchor, scope_known
+from tile_mlir.lowering.predicates import (
+    all_in,
+    anchored,
+    first_failure,
+    register_anchor,
+    scope_known,
+)
 
 
 def check(info: OpInfo) -> Verdict:
-    verdict = first_failure(all_in(info, ("global", "shared", "local")), scope_known(info))
-    if not verdict[0]:
-        return verdict
-    anchor, reason = register_anchor(info)
-    return reject(reason) if anchor is None else verdict
+    return first_failure(all_in(info, ("global", "shared", "local")), scope_known(info),
+                         anchored(info))
 
 
 def lower(info: OpInfo) -> None:
     anchor, _ = register_anchor(info)
     assert anchor is not None
-    accesses = [Access.of(o, info.buffers) for o in info.memrefs]
-    bundle.emit(info, accesses, Compute(info), bundle.plan(accesses, anchor, MAX_ACCESS_BYTES))
+    bundle.lower_induced(info, anchor, MAX_ACCESS_BYTES)
 
 
 register(Variant("tile.copy", "reg", 10, check, lower,

@@ -10,13 +10,12 @@ time for f16/bf16 so that the arithmetic is packed (`add.rn.f16x2`).
 
 from __future__ import annotations
 
-from tile_mlir.lowering import Variant, Verdict, bundle, register, reject
-from tile_mlir.lowering.access import Access
+from tile_mlir.lowering import Variant, Verdict, bundle, register
 from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.compute import Compute
 from tile_mlir.lowering.predicates import (
     FLOAT_COMPUTE,
     all_in,
+    anchored,
     element_types,
     first_failure,
     register_anchor,
@@ -28,19 +27,14 @@ PACKED_BYTES = 4
 
 
 def check(info: OpInfo) -> Verdict:
-    verdict = first_failure(all_in(info, ("local",)), scope_known(info),
-                            element_types(info, FLOAT_COMPUTE))
-    if not verdict[0]:
-        return verdict
-    anchor, reason = register_anchor(info)
-    return reject(reason) if anchor is None else verdict
+    return first_failure(all_in(info, ("local",)), scope_known(info),
+                         element_types(info, FLOAT_COMPUTE), anchored(info))
 
 
 def lower(info: OpInfo) -> None:
     anchor, _ = register_anchor(info)
     assert anchor is not None
-    accesses = [Access.of(o, info.buffers) for o in info.memrefs]
-    bundle.emit(info, accesses, Compute(info), bundle.plan(accesses, anchor, PACKED_BYTES))
+    bundle.lower_induced(info, anchor, PACKED_BYTES)
 
 
 register(Variant("tile.elementwise", "reg", 10, check, lower,
