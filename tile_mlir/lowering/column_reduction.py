@@ -74,11 +74,7 @@ class ColumnReducer:
         kept = delinearize(unit, sizes)
         kept[-1] = arith.muli(kept[-1], const_index(vec))
         reduced = delinearize(k, [const_index(shape[a]) for a in red.axes])
-        coords: list[ir.Value] = [const_index(0)] * len(shape)
-        for axis, value in [*zip(red.kept, kept, strict=True),
-                            *zip(red.axes, reduced, strict=True)]:
-            coords[axis] = value
-        return coords
+        return red.source_coords(kept, reduced)
 
     def _dst_coords(self, unit: ir.Value) -> list[ir.Value]:
         coords = self._coords(unit, const_index(0))

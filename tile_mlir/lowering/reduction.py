@@ -64,6 +64,14 @@ class Reduction:
         acc = DTYPES["f32"] if dtype.is_float and dtype.bits < 32 else dtype
         return Reduction(op_table.REDUCE_KINDS[op.kind], axes, kept, op.accum, acc, op.scale)
 
+    def source_coords(self, kept: list[ir.Value], reduced: list[ir.Value]) -> list[ir.Value]:
+        """The source coordinate whose kept axes are `kept` and reduced axes `reduced`."""
+        coords: list[ir.Value] = [const_index(0)] * (len(self.kept) + len(self.axes))
+        for axis, value in [*zip(self.kept, kept, strict=True),
+                            *zip(self.axes, reduced, strict=True)]:
+            coords[axis] = value
+        return coords
+
     def sizes(self, shape: tuple[int, ...]) -> tuple[int, int]:
         """(R outputs, L elements per output)."""
         return (math.prod(shape[a] for a in self.kept),
@@ -258,11 +266,7 @@ class RowReducer:
         red, shape = self.red, self.shape
         kept = delinearize(row, [const_index(shape[a]) for a in red.kept]) if red.kept else []
         reduced = delinearize(k, [const_index(shape[a]) for a in red.axes])
-        coords: list[ir.Value] = [const_index(0)] * len(shape)
-        for axis, value in [*zip(red.kept, kept, strict=True),
-                            *zip(red.axes, reduced, strict=True)]:
-            coords[axis] = value
-        return coords
+        return red.source_coords(kept, reduced)
 
     def _dst_coords(self, row: ir.Value) -> list[ir.Value]:
         """dst's coordinate of output row `row` (dst has the kept axes, or all with 1s)."""
