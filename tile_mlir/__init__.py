@@ -40,7 +40,7 @@ def compile(  # noqa: A001 - mirrors the compiler's entry point
 
     chip = chip or binary.detect_chip()
     if cache and isinstance(source, str | Path):  # answered without importing MLIR
-        text, _ = kernel_cache.source_text(source)
+        text, _ = kernel_cache.source_text(source, name)
         hit = kernel_cache.lookup(text, chip, kernel_cache.compile_options(cubin=cubin))
         if hit is not None:
             return hit

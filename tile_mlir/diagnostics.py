@@ -6,14 +6,19 @@ errors through MLIR too (`Location.emit_error`), so hosts that embed the
 passes see them in their own diagnostic handlers. Remarks (such as the
 `--tile-explain` decisions) have no Python emitter in MLIR, so they go to a
 `DiagnosticSink` instead; both kinds end up as `Diagnostic` values here.
+
+Importing this module does not import MLIR (the kernel cache reads sources
+through `decode` without it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from mlir import ir
+if TYPE_CHECKING:
+    from mlir import ir
 
 SEVERITIES = ("error", "warning", "note", "remark")
 
@@ -46,14 +51,20 @@ class Diagnostic:
         return "\n".join(lines)
 
 
+_SNIPPET_WIDTH = 1000
+
+
 def _snippet(loc: SourceLoc | None, sources: Mapping[str, str]) -> str:
     if loc is None or loc.file not in sources or loc.line < 1:
         return ""
     text_lines = sources[loc.file].splitlines()
     if loc.line > len(text_lines):
         return ""
-    line = text_lines[loc.line - 1]
-    return f"{line}\n{' ' * max(loc.col - 1, 0)}^"
+    line, col = text_lines[loc.line - 1], max(loc.col - 1, 0)
+    if len(line) > _SNIPPET_WIDTH:  # a window around the column, not a megabyte line
+        start = min(max(col - _SNIPPET_WIDTH // 2, 0), len(line) - _SNIPPET_WIDTH)
+        line, col = line[start:start + _SNIPPET_WIDTH], col - start
+    return f"{line}\n{' ' * col}^"
 
 
 def source_loc(loc: ir.Location, rename: Mapping[str, str] | None = None) -> SourceLoc | None:
@@ -128,3 +139,38 @@ class CompileError(Exception):
         if self.reproducer:
             text += f"\nreproduce with: {self.reproducer}"
         return text
+
+
+def _line_col(text: str | bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column of an offset (in characters, or bytes for bytes)."""
+    if isinstance(text, bytes):
+        text = text.decode("latin-1")  # one character per byte: offsets stay
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+def decode(data: bytes, name: str) -> str:
+    """The text of an input; CompileError located at the first byte that is not UTF-8.
+
+    MLIR reads UTF-8 only, so a binary file or text in another encoding is an input
+    error like a syntax error: `name:line:col` (the column counts bytes, as MLIR's do).
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, col = _line_col(data, e.start)
+        hint = " (UTF-16? save it as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        message = f"input is not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start}){hint}"
+        raise CompileError([Diagnostic("error", message, SourceLoc(name, line, col))]) from None
+
+
+def check_text(text: str, name: str) -> None:
+    """CompileError located at the first lone surrogate: a str that has no UTF-8 form
+    (as `bytes.decode(errors="surrogateescape")` makes) cannot reach MLIR."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        line, col = _line_col(text, e.start)
+        message = (f"input is not valid Unicode text (lone surrogate U+{ord(text[e.start]):04X} "
+                   f"at index {e.start})")
+        raise CompileError([Diagnostic("error", message, SourceLoc(name, line, col))]) from None

@@ -36,6 +36,7 @@ from typing import Any
 
 import tile_mlir
 from tile_mlir._resources import dialect_file, pipelines_dir
+from tile_mlir.diagnostics import check_text, decode
 from tile_mlir.runtime import bundle
 from tile_mlir.runtime.program import Program
 
@@ -179,11 +180,12 @@ def store(text: str, chip: str, options: Mapping[str, Any], program: Program) ->
         return _memory.setdefault(_request(text, chip, options), program)
 
 
-def source_text(source: str | Path) -> tuple[str, Path | None]:
+def source_text(source: str | Path, name: str = "<input>") -> tuple[str, Path | None]:
     """The IR text of a compile() source and its path: a string ending in ".mlir" with no
-    newline is a path, any other string is IR."""
+    newline is a path, any other string is IR. Text that is not UTF-8 raises CompileError."""
     if isinstance(source, str) and source.endswith(".mlir") and "\n" not in source:
         source = Path(source)
     if isinstance(source, Path):
-        return source.read_text(), source
+        return decode(source.read_bytes(), str(source)), source
+    check_text(source, name)
     return source, None
