@@ -2,12 +2,20 @@
 
     tile-opt examples/vector_add.mlir -p tile-to-ptx --emit=ptx
     tile-opt in.mlir --tile-verify --tile-dispatch --tile-explain
+    tile-opt in.mlir --tile-explain          (runs tile-dispatch itself)
     tile-opt invalid.mlir --split-input-file --verify-diagnostics --tile-verify
 
 Passes come from `-p/--pass-pipeline` (tile passes, named pipelines from
 passes/ and upstream passes mixed) or from one flag per pass, in order
 (`--tile-lower`, `--canonicalize`, `--convert-gpu-to-nvvm=use-bare-ptr-memref-call-conv=1`).
-Errors print as `file:line:col: error: ...` and exit with status 1.
+Errors in the input (including input that is not UTF-8 text) print as
+`file:line:col: error: ...` and exit with status 1; a bad command line exits
+with status 2, a compiler bug with status 3.
+
+`--tile-explain` reports tile-dispatch's decision for each tile op as a remark.
+A pipeline without tile-dispatch gets one for it: before the first tile-lower,
+or at the end (so `tile-opt in.mlir --tile-explain` explains and prints the IR
+with each op's `variant`).
 """
 
 from __future__ import annotations
@@ -25,7 +33,14 @@ from mlir import ir
 
 from tile_mlir import lowering, passes, pipeline
 from tile_mlir.context import PARSED_NAME, new_context, parse
-from tile_mlir.diagnostics import CompileError, Diagnostic, DiagnosticSink
+from tile_mlir.diagnostics import (
+    CompileError,
+    Diagnostic,
+    DiagnosticSink,
+    SourceLoc,
+    decode,
+    source_loc,
+)
 from tile_mlir.toolchain import DEFAULT_CHIP, ToolchainError, assemble
 from tile_mlir.tools import verify_diagnostics
 
@@ -71,7 +86,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="what to write: the IR, the PTX of gpu.binary ops, or a cubin (-o)")
     p.add_argument("--chip", default=DEFAULT_CHIP, help=f"target GPU (default {DEFAULT_CHIP})")
     p.add_argument("--tile-explain", dest="explain", action="store_true",
-                   help="report each tile op's dispatch decision as a remark")
+                   help="report each tile op's dispatch decision as a remark (adds "
+                        "tile-dispatch, before the first tile-lower or at the end, to a "
+                        "pipeline that has none)")
     p.add_argument("--list-passes", action="store_true",
                    help="list the tile passes, named pipelines and lowering variants, then exit")
     return p
@@ -125,12 +142,23 @@ def _chunks(text: str, split: bool) -> list[str]:
     return chunks
 
 
-def _emit(module: ir.Module, emit: str, output: str | None) -> str | bytes:
+def _no_kernels(module: ir.Module, name: str, emit: str) -> CompileError:
+    """The input has no gpu.module: an input error, at the module (or the file's start)."""
+    loc = source_loc(module.operation.location, {PARSED_NAME: name})
+    if loc is None or loc.line < 1:
+        loc = SourceLoc(name, 1, 1)
+    message = f"the input has no gpu.module, so there is no {emit} to emit"
+    return CompileError([Diagnostic("error", message, loc)])
+
+
+def _emit(module: ir.Module, emit: str, output: str | None, name: str) -> str | bytes:
     if emit == "mlir":
         return str(module)
-    from tile_mlir.compiler import _binaries
+    from tile_mlir.compiler import _binaries, _walk
 
     binaries = _binaries(module)
+    if not binaries and not _walk(module.operation, "gpu.module"):
+        raise _no_kernels(module, name, emit)
     if not binaries:
         raise UsageError(f"--emit={emit} needs a pipeline that ends in gpu-module-to-binary "
                          "(for example -p tile-to-ptx)")
@@ -162,7 +190,10 @@ def _run_chunk(text: str, name: str, opts: Options, steps: list[pipeline.Step]) 
         return ChunkResult(None, e.diagnostics)
     if steps and not pipeline.run(module, steps, sink, opts.print_ir_after_all):
         return ChunkResult(None, sink.diagnostics)
-    return ChunkResult(_emit(module, opts.emit, opts.output), sink.diagnostics)
+    try:
+        return ChunkResult(_emit(module, opts.emit, opts.output, name), sink.diagnostics)
+    except CompileError as e:
+        return ChunkResult(None, sink.diagnostics + e.diagnostics)
 
 
 def _write(outputs: list[str | bytes], destination: str | None) -> None:
@@ -179,15 +210,14 @@ def _write(outputs: list[str | bytes], destination: str | None) -> None:
         Path(destination).write_text(text)
 
 
-def run(argv: Sequence[str]) -> int:
-    opts = _options(argv)
-    if opts is None:
-        return 0
-    name = "<stdin>" if opts.input == "-" else opts.input
+def _read(path: str) -> bytes:
     try:
-        text = sys.stdin.read() if opts.input == "-" else Path(opts.input).read_text()
+        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as e:
-        raise UsageError(f"cannot read {opts.input}: {e.strerror}") from None
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+
+
+def _steps(opts: Options) -> list[pipeline.Step]:
     expander = pipeline.Expander(
         params={"chip": opts.chip},
         pass_options={"tile-dispatch": {"explain": True}} if opts.explain else {},
@@ -197,6 +227,34 @@ def run(argv: Sequence[str]) -> int:
         steps = expander.expand(pipeline_text) if pipeline_text else []
     except pipeline.PipelineError as e:
         raise UsageError(str(e)) from None
+    return _with_dispatch(steps) if opts.explain else steps
+
+
+def _with_dispatch(steps: list[pipeline.Step]) -> list[pipeline.Step]:
+    """The steps with an explaining tile-dispatch where there is none (--tile-explain):
+    before the first tile-lower (which would dispatch silently), else at the end."""
+    names = [step.tile.NAME if step.tile else "" for step in steps]
+    if "tile-dispatch" in names:
+        return steps
+    at = names.index("tile-lower") if "tile-lower" in names else len(steps)
+    explaining = passes.get("tile-dispatch")(explain=True)  # type: ignore[call-arg]
+    dispatch = pipeline.Step(tile=explaining)
+    return [*steps[:at], dispatch, *steps[at:]]
+
+
+def run(argv: Sequence[str]) -> int:
+    opts = _options(argv)
+    if opts is None:
+        return 0
+    name = "<stdin>" if opts.input == "-" else opts.input
+    data = _read(opts.input)
+    steps = _steps(opts)
+    try:
+        text = decode(data, name)
+    except CompileError as e:
+        for diagnostic in e.diagnostics:
+            print(diagnostic.format(), file=sys.stderr)
+        return 1
     outputs: list[str | bytes] = []
     failed = False
     sources = {name: text}

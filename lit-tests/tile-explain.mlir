@@ -1,0 +1,23 @@
+// --tile-explain without tile-dispatch in the pipeline runs tile-dispatch itself:
+// alone (the IR printed with each op's variant), before the first tile-lower (which
+// would otherwise dispatch silently), or after the other passes.
+// RUN: tile-opt %s --tile-explain 2>&1 | FileCheck %s
+// RUN: tile-opt %s --tile-lower --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+// RUN: tile-opt %s -p tile-verify,canonicalize --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+// RUN: tile-opt %s --tile-verify --tile-explain --verify-diagnostics
+// An explicit tile-dispatch explains once, not twice.
+// RUN: tile-opt %s --tile-dispatch --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=ONCE
+
+// CHECK: tile-explain.mlir:[[@LINE+9]]:5: remark: tile.elementwise sqrt at scope cta: variant gmem
+// CHECK-NEXT: gmem (priority 10): chosen
+// CHECK: "tile.elementwise"{{.*}}variant = "gmem"
+// REMARK: remark: tile.elementwise sqrt at scope cta: variant gmem
+// ONCE-COUNT-1: remark: tile.elementwise
+// ONCE-NOT: remark:
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    // expected-remark@+1 {{tile.elementwise sqrt at scope cta: variant gmem}}
+    "tile.elementwise"(%a, %a) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+    gpu.return
+  }
+}
