@@ -21,7 +21,7 @@ from mlir.dialects import gpu
 
 from tile_mlir import pipeline
 from tile_mlir.context import PARSED_NAME, new_context, parse
-from tile_mlir.diagnostics import CompileError, Diagnostic, DiagnosticSink
+from tile_mlir.diagnostics import CompileError, Diagnostic, DiagnosticSink, source_loc
 from tile_mlir.dtypes import by_mlir
 from tile_mlir.lowering.alignment import KERNEL_ARG_ALIGN
 from tile_mlir.lowering.analysis import DYNAMIC, known_block_size
@@ -86,6 +86,24 @@ def _param(arg: ir.BlockArgument, attrs: ir.Attribute | None) -> Param:
     return Param(name, "scalar", by_mlir(spelling).name)
 
 
+class ArgumentError(ValueError):
+    """A kernel argument that compile() cannot pass, with the argument's location."""
+
+    def __init__(self, message: str, location: ir.Location):
+        super().__init__(message)
+        self.location = location
+
+
+def _params(args: list[ir.BlockArgument], arg_attrs: list[ir.Attribute]) -> tuple[Param, ...]:
+    params = []
+    for i, arg in enumerate(args):
+        try:
+            params.append(_param(arg, arg_attrs[i] if i < len(arg_attrs) else None))
+        except ValueError as e:
+            raise ArgumentError(str(e), arg.location) from None
+    return tuple(params)
+
+
 def kernel_specs(module: ir.Module) -> dict[str, KernelSpec]:
     """The spec of every gpu.func kernel in the module, by name."""
     specs = {}
@@ -96,10 +114,7 @@ def kernel_specs(module: ir.Module) -> dict[str, KernelSpec]:
                 continue
             name = ir.StringAttr(attrs["sym_name"]).value
             arg_attrs = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else []
-            args = list(func.operation.regions[0].blocks[0].arguments)
-            params = tuple(
-                _param(a, arg_attrs[i] if i < len(arg_attrs) else None) for i, a in enumerate(args)
-            )
+            params = _params(list(func.operation.regions[0].blocks[0].arguments), arg_attrs)
             grid = None
             if "known_grid_size" in attrs:
                 g = list(ir.DenseI32ArrayAttr(attrs["known_grid_size"]))
@@ -171,7 +186,7 @@ def compile(  # noqa: A001 - the natural name; the builtin is not needed here
     if module is not None:
         text, path = str(module), None
     else:
-        text, path = kernel_cache.source_text(source)  # type: ignore[arg-type]
+        text, path = kernel_cache.source_text(source, name)  # type: ignore[arg-type]
         name = str(path) if path else name
     options = kernel_cache.compile_options(cubin=cubin)
     if cache:
@@ -191,8 +206,9 @@ def _compile(text: str, module: ir.Module | None, *, path: Path | None, name: st
         stages = {"tile": str(module)}
         try:
             kernels = kernel_specs(module)
-        except ValueError as e:
-            raise CompileError([Diagnostic("error", str(e))], {name: text}) from None
+        except ArgumentError as e:
+            loc = source_loc(e.location, sink.rename)
+            raise CompileError([Diagnostic("error", str(e), loc)], {name: text}) from None
         for stage, steps_text in (("gpu", "tile-to-gpu"), ("llvm", "gpu-to-nvvm"),
                                   ("ptx", "gpu-module-to-binary{format=isa}")):
             if stage == "llvm":  # sm_90 -> sm_90a when the gpu stage uses wgmma & co.

@@ -63,12 +63,28 @@ def check_attributes(op: ir.OpView) -> list[str]:
     return errors
 
 
+MAX_BLOCK_THREADS = 1024
+
+
+def check_block(block: tuple[int, int, int] | None) -> list[str]:
+    """A known_block_size CUDA can launch: what the lowering divides by and what NVVM
+    turns into .maxntid (which aborts compilation on a negative value)."""
+    if block is None or (min(block) >= 1 and math.prod(block) <= MAX_BLOCK_THREADS):
+        return []
+    return [f"is in a kernel with known_block_size = array<i32: {', '.join(map(str, block))}>, "
+            f"but a block has at least 1 thread in each dimension and at most "
+            f"{MAX_BLOCK_THREADS} in all"]
+
+
 def check_scope(info: OpInfo) -> list[str]:
     scope = info.scope
     if scope not in tile.SCOPES:
         return [f"has scope '{scope}', expected one of {', '.join(tile.SCOPES)}"]
     if info.kernel is None:
         return ["must be inside a gpu.func"]
+    errors = check_block(info.block)
+    if errors:
+        return errors
     if scope == "thread":
         return []
     if info.block is None:
@@ -291,13 +307,36 @@ _CHECKS: dict[str, Callable[[OpInfo], list[str]]] = {
 }
 
 
+_MAX_ELEMENTS = (1 << 63) - 1
+
+
+def oversized(type_: ir.Type) -> str:
+    """Why a memref type is too large for MLIR ("" when it is not): MLIR asserts (and
+    aborts) when it computes the strides of a shape whose size overflows 64 bits."""
+    if not isinstance(type_, ir.MemRefType):
+        return ""
+    size = math.prod(d for d in ir.MemRefType(type_).shape if d > 0)
+    if size <= _MAX_ELEMENTS:
+        return ""
+    return f"has type {type_}, whose {size} elements overflow a 64-bit size"
+
+
 def _element_types(op: ir.OpView) -> list[str]:
+    """Operands the analysis can describe: known element types, strided memrefs."""
     errors = []
     for i, value in enumerate(op.operation.operands):
+        if oversized(value.type):
+            errors.append(f"operand {i} {oversized(value.type)}")
+            continue
         try:
-            describe_operand(value, i)
+            operand = describe_operand(value, i)
         except ValueError as e:
             errors.append(f"operand {i}: {e}")
+            continue
+        try:
+            operand.strides_and_offset  # noqa: B018 - the analysis reads it later
+        except (RuntimeError, ValueError):
+            errors.append(f"operand {i} has type {value.type}, whose layout is not strided")
     return errors
 
 
@@ -305,7 +344,8 @@ def verify_op(op: ir.OpView) -> list[str]:
     """Every rule `op` breaks, as messages (empty when it is valid)."""
     errors = check_attributes(op)
     if op.operation.name == "tile.alloc":
-        return errors + check_alloc(op)
+        too_large = oversized(op.operation.results[0].type)
+        return errors + ([f"result {too_large}"] if too_large else check_alloc(op))
     errors += _element_types(op)
     if errors:
         return errors
@@ -322,9 +362,45 @@ class Pass(TilePass):
     SUMMARY = "check the semantic rules of tile ops"
 
     def run(self, root: ir.Operation) -> bool:
+        if not _check_sizes(root):  # before anything asks MLIR for strides
+            return False
         ok = True
         for op in tile_ops(root, tile.OP_NAMES):
             for message in verify_op(op):
                 op_error(op, message)
                 ok = False
-        return ok
+        return _check_kernels(root) and ok
+
+
+def _check_sizes(root: ir.Operation) -> bool:
+    """Every memref value (block arguments, results) has a size MLIR can compute."""
+    ok = True
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal ok
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.arguments:
+                    if oversized(arg.type):
+                        arg.location.emit_error(f"argument {arg.arg_number} {oversized(arg.type)}")
+                        ok = False
+        for i, result in enumerate(op.results):
+            if oversized(result.type):
+                op_error(op, f"result {i} {oversized(result.type)}")
+                ok = False
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return ok
+
+
+def _check_kernels(root: ir.Operation) -> bool:
+    """Kernels without tile ops need a valid known_block_size too (one with tile ops
+    is reported at each op): NVVM aborts on a negative one."""
+    ok = True
+    for func in tile_ops(root, ("gpu.func",)):
+        errors = check_block(known_block_size(func))
+        if errors and not tile_ops(func.operation):
+            op_error(func, errors[0].replace("is in a kernel with", "has"))
+            ok = False
+    return ok
