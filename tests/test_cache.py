@@ -108,8 +108,8 @@ def test_key_changes_with_text_chip_options_and_compiler(
 
 def test_fingerprint_covers_compiler_dialect_and_pipelines() -> None:
     names = [name for name, _ in kernel_cache._compiler_files()]
-    assert "compiler.py" in names and "lowering/elementwise/gmem.py" in names
-    assert "dialect/tile.irdl.mlir" in names and "passes/tile-to-ptx.pipeline" in names
+    assert "compiler.py" in names and "lowering/variants/elementwise/gmem.py" in names
+    assert "dialect/tile.irdl.mlir" in names and "pipelines/tile-to-ptx.pipeline" in names
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "empty", "swap"])

@@ -21,10 +21,10 @@ from mlir.dialects import gpu
 
 from tile_mlir import pipeline
 from tile_mlir.context import PARSED_NAME, new_context, parse
+from tile_mlir.contract import KERNEL_ARG_ALIGN
 from tile_mlir.diagnostics import CompileError, Diagnostic, DiagnosticSink
 from tile_mlir.dtypes import by_mlir
-from tile_mlir.lowering.alignment import KERNEL_ARG_ALIGN
-from tile_mlir.lowering.analysis import DYNAMIC, known_block_size
+from tile_mlir.lowering.support.analysis import DYNAMIC, known_block_size
 from tile_mlir.runtime import cache as kernel_cache
 from tile_mlir.runtime.binary import detect_chip, retarget_ptx, specific_chip
 from tile_mlir.runtime.program import Program

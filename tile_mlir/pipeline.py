@@ -2,7 +2,7 @@
 
 A pipeline is MLIR's textual form (`a,b{opt=1},gpu.module(c)`), whose
 elements may also be tile passes (`tile-lower`) or the named pipelines kept as
-data in passes/<name>.pipeline (`tile-to-ptx{chip=sm_80}`), expanded in place.
+data in pipelines/<name>.pipeline (`tile-to-ptx{chip=sm_80}`), expanded in place.
 The result is one upstream PassManager with the tile passes added as Python
 passes, so IR printing, timing and failure handling work across both.
 """
@@ -69,7 +69,7 @@ def _read_pipeline(path: Path) -> NamedPipeline:
 
 @cache
 def named_pipelines() -> dict[str, NamedPipeline]:
-    """The pipelines in passes/, by name."""
+    """The pipelines in pipelines/, by name."""
     return {p.stem: _read_pipeline(p) for p in sorted(pipelines_dir().glob("*.pipeline"))}
 
 

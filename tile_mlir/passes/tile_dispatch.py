@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from tile_mlir import lowering
-from tile_mlir.lowering.analysis import OpInfo, describe
+from tile_mlir.lowering.support.analysis import OpInfo, describe
 from tile_mlir.passes import TilePass, op_error, tile_ops
 from tile_mlir.passes.tile_verify import verify_op
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from mlir import ir
 
 from tile_mlir import lowering
-from tile_mlir.lowering import sync
-from tile_mlir.lowering.analysis import describe, enclosing, known_block_size
-from tile_mlir.lowering.buffers import Buffers
+from tile_mlir.lowering.support import sync
+from tile_mlir.lowering.support.analysis import describe, enclosing, known_block_size
+from tile_mlir.lowering.support.buffers import Buffers
 from tile_mlir.passes import TilePass, op_error, tile_ops
 from tile_mlir.passes.tile_dispatch import dispatch
 from tile_mlir.passes.tile_verify import verify_op

@@ -5,7 +5,7 @@
     tile-opt invalid.mlir --split-input-file --verify-diagnostics --tile-verify
 
 Passes come from `-p/--pass-pipeline` (tile passes, named pipelines from
-passes/ and upstream passes mixed) or from one flag per pass, in order
+pipelines/ and upstream passes mixed) or from one flag per pass, in order
 (`--tile-lower`, `--canonicalize`, `--convert-gpu-to-nvvm=use-bare-ptr-memref-call-conv=1`).
 Errors print as `file:line:col: error: ...` and exit with status 1.
 """
@@ -101,7 +101,7 @@ def _list_passes() -> None:
         cls = passes.get(name)
         opts = " ".join(f"{f.name.replace('_', '-')}=<{f.type}>" for f in cls.options())
         print(f"  {name:18} {cls.SUMMARY}" + (f"  [{opts}]" if opts else ""))
-    print("named pipelines (passes/):")
+    print("named pipelines (pipelines/):")
     for named in pipeline.named_pipelines().values():
         params = " ".join(f"{k}={v}" for k, v in named.params.items())
         print(f"  {named.name:18} {named.summary}" + (f"  [{params}]" if params else ""))

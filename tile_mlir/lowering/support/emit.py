@@ -11,11 +11,7 @@ from collections.abc import Sequence
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
-INDEX_BITS = 64
-
-
-def index_type() -> ir.IndexType:
-    return ir.IndexType.get()
+from tile_mlir.contract import SCOPE_THREADS
 
 
 def const_index(value: int) -> ir.Value:
@@ -87,7 +83,6 @@ def scope_thread_index(scope: str, block: Sequence[int] | None) -> ir.Value:
         return gpu.lane_id()
     assert block is not None, f"scope {scope} needs the kernel's block size"
     tid = linear_thread_id(block)
-    width = 32 if scope == "warp" else 128
-    if scope == "cta" or block[0] * block[1] * block[2] <= width:
+    if scope == "cta" or block[0] * block[1] * block[2] <= SCOPE_THREADS[scope]:
         return tid
-    return arith.remui(tid, const_index(width))
+    return arith.remui(tid, const_index(SCOPE_THREADS[scope]))

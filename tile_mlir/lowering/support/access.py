@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, memref
 
+from tile_mlir.contract import STORAGE_ALIGN
 from tile_mlir.layout import TileLayout
-from tile_mlir.lowering.alignment import base_alignment, offset_divisor, stride_divisor
-from tile_mlir.lowering.analysis import DYNAMIC, DYNAMIC_STRIDE, Operand
-from tile_mlir.lowering.buffers import STORAGE_ALIGN, Buffers
-from tile_mlir.lowering.emit import const_index
+from tile_mlir.lowering.support.alignment import base_alignment, offset_divisor, stride_divisor
+from tile_mlir.lowering.support.analysis import DYNAMIC, DYNAMIC_STRIDE, Operand
+from tile_mlir.lowering.support.buffers import Buffers
+from tile_mlir.lowering.support.emit import const_index
 
 Groups = tuple[tuple[int, ...], ...]
 
@@ -53,11 +54,6 @@ class Access:
     @property
     def nbytes(self) -> int:
         return self.operand.dtype.bytes
-
-    @property
-    def vectorizable(self) -> bool:
-        """Every element type is: bools are accessed as bytes (compute.load)."""
-        return True
 
     @property
     def identity(self) -> bool:

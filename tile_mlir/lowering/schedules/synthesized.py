@@ -24,14 +24,16 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
-from tile_mlir.lowering.access import Access, Groups, View
-from tile_mlir.lowering.alignment import defining_op
-from tile_mlir.lowering.analysis import DYNAMIC, OpInfo
-from tile_mlir.lowering.compute import Address, Compute, row_major
-from tile_mlir.lowering.emit import const_index, scope_thread_index
+from tile_mlir.contract import ACCESS_BYTES, widest_vector
+from tile_mlir.lowering.support.access import Access, Groups, View
+from tile_mlir.lowering.support.alignment import defining_op
+from tile_mlir.lowering.support.analysis import DYNAMIC, OpInfo
+from tile_mlir.lowering.support.compute import Address, Compute, row_major
+from tile_mlir.lowering.support.emit import const_index, scope_thread_index
 
-MAX_ACCESS_BYTES = 16
-"""The default widest access: Hopper's widest global load and store (ld.global.v4.b32)."""
+MAX_ACCESS_BYTES = ACCESS_BYTES
+"""The default widest access (contract.ACCESS_BYTES); the gmem variant's vector_bytes
+option may ask for wider (two accesses per vector) or narrower."""
 
 
 @dataclass(frozen=True)
@@ -84,10 +86,18 @@ def plan(accesses: list[Access], shape: tuple[int, ...],
             why = f"the innermost run is {view_shape[-1]} elements"
     for access in vectors:
         align = access.alignment(groups)
-        while vec > 1 and align % vec:
-            vec //= 2
+        if widest_vector(vec, align) < vec:
+            vec = widest_vector(vec, align)
             why = f"operand {access.index} is aligned to {align * access.nbytes} bytes"
     return Plan(groups, view_shape, vec, why, splat)
+
+
+def lower_synthesized(info: OpInfo, vector_bytes: int = MAX_ACCESS_BYTES, stage: int = 1
+                      ) -> Plan:
+    """The op's row over its memory operands with the synthesized partition: the lowering
+    of the memory variants (elementwise/gmem, smem and mem, copy/gmem_smem)."""
+    accesses = [Access.of(o, info.buffers) for o in info.memrefs]
+    return emit(info, accesses, Compute(info), vector_bytes, stage)
 
 
 def _size(p: Plan, dim: int, dynamic_source: ir.Value | None) -> ir.Value:

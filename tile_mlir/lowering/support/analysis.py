@@ -15,15 +15,13 @@ from typing import TYPE_CHECKING
 
 from mlir import ir
 
+from tile_mlir.contract import SCOPE_THREADS
 from tile_mlir.dialects import tile
 from tile_mlir.dtypes import DType, by_mlir
 from tile_mlir.layout import TileLayout
 
 if TYPE_CHECKING:
-    from tile_mlir.lowering.buffers import Buffers
-
-SCOPE_THREADS = {"thread": 1, "warp": 32, "warpgroup": 128}
-"""Thread count of the fixed-size scopes; `cta` takes the kernel's block size."""
+    from tile_mlir.lowering.support.buffers import Buffers
 
 MEMORY_SPACES = {None: "global", "global": "global", "workgroup": "shared", "private": "local",
                  1: "global", 3: "shared", 5: "local"}

@@ -1,28 +1,28 @@
-"""reduction/columns: a tile.reduce that keeps the innermost axis, read from memory.
+"""reduce/columns: a tile.reduce that keeps the innermost axis, read from memory.
 
-Applies, ahead of reduction/gmem and reduction/shared, at warp, warpgroup and
+Applies, ahead of reduce/gmem and reduce/shared, at warp, warpgroup and
 CTA scope when the source is a global or shared tile whose innermost axis is
 kept (not reduced) and contiguous, as in a column sum of a [rows, cols]
 tensor: each thread owns a vector of consecutive outputs and walks the
 reduced axes with coalesced 16-byte loads, splitting them over more threads
 through shared memory when there are few outputs
-(lowering/column_reduction.py).
+(lowering/schedules/columns.py).
 """
 
 from __future__ import annotations
 
 from tile_mlir.lowering import ACCEPT, Variant, Verdict, register, reject
-from tile_mlir.lowering.access import Access
-from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.column_reduction import ColumnReducer, column_vector_width
-from tile_mlir.lowering.predicates import (
+from tile_mlir.lowering.schedules.columns import ColumnReducer, column_vector_width
+from tile_mlir.lowering.schedules.reduction import Reduction
+from tile_mlir.lowering.support.access import Access
+from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.variants.predicates import (
     FLOAT_COMPUTE,
     all_in,
     element_types,
     first_failure,
     scope_known,
 )
-from tile_mlir.lowering.reduction import Reduction
 
 
 def check(info: OpInfo) -> Verdict:
@@ -31,7 +31,7 @@ def check(info: OpInfo) -> Verdict:
     if not verdict[0]:
         return verdict
     if info.scope == "thread":
-        return reject("scope thread reduces sequentially (reduction/shared or gmem)")
+        return reject("scope thread reduces sequentially (reduce/shared or gmem)")
     src = info.sources[0]
     inner = len(src.shape) - 1
     if inner < 0 or inner in Reduction.of(info).axes:

@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from tile_mlir.lowering import sync
-from tile_mlir.lowering.access import Access
-from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.compute import convert, load, store
-from tile_mlir.lowering.emit import const_index, scope_thread_index
-from tile_mlir.lowering.partition import delinearize, for_each_item
-from tile_mlir.lowering.reduction import Reduction, fold_strided, scratch, when
+from tile_mlir.contract import ACCESS_BYTES, widest_vector
+from tile_mlir.lowering.schedules.reduction import Reduction, fold_strided, scratch, when
+from tile_mlir.lowering.schedules.synthesized import delinearize, for_each_item
+from tile_mlir.lowering.support import sync
+from tile_mlir.lowering.support.access import Access
+from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.support.compute import convert, load, store
+from tile_mlir.lowering.support.emit import const_index, scope_thread_index
 
 
 def column_vector_width(src: Access, dst: Access, red: Reduction, shape: tuple[int, ...]
@@ -35,13 +36,10 @@ def column_vector_width(src: Access, dst: Access, red: Reduction, shape: tuple[i
     inner = len(shape) - 1
     singles = tuple((d,) for d in range(len(shape)))
     dst_singles = tuple((d,) for d in range(len(dst.operand.shape)))
-    if src.strides[inner] != 1 or dst.strides[-1] != 1 or not src.vectorizable:
+    if src.strides[inner] != 1 or dst.strides[-1] != 1:
         return 1
-    vec = 16 // max(src.nbytes, red.acc.bytes)
-    src_align, dst_align = src.alignment(singles), dst.alignment(dst_singles)
-    while vec > 1 and (shape[inner] % vec or src_align % vec or dst_align % vec):
-        vec //= 2
-    return vec
+    return widest_vector(ACCESS_BYTES // max(src.nbytes, red.acc.bytes), shape[inner],
+                         src.alignment(singles), dst.alignment(dst_singles))
 
 
 @dataclass(frozen=True)
@@ -93,13 +91,8 @@ class ColumnReducer:
         return fold_strided(red, first, self.length, step=step, load_at=load_at, vec=vec)
 
     def _write(self, unit: ir.Value, value: ir.Value) -> None:
-        red, dst, vec = self.red, self.dst, self.plan.vec
-        dtype = dst.operand.dtype
-        where = dst.address(self._dst_coords(unit))
-        value = red.finish(value)
-        if red.accum:
-            value = red.combine(convert(load(where, dtype, vec), dtype, red.acc, vec), value)
-        store(convert(value, red.acc, dtype, vec), where, dtype, vec)
+        self.red.store(value, self.dst.address(self._dst_coords(unit)), self.dst.operand.dtype,
+                       self.plan.vec)
 
     def emit(self) -> ColumnPlan:
         tid = scope_thread_index(self.info.scope, self.info.block)

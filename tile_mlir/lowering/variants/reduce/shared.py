@@ -1,4 +1,4 @@
-"""reduction/shared (seed 001): a tile.reduce whose source and destination are shared.
+"""reduce/shared (seed 001): a tile.reduce whose source and destination are shared.
 
 Applies at every scope once its thread count is known, for float tiles in
 shared memory. At warp, warpgroup and CTA scope the scope's threads form
@@ -6,7 +6,7 @@ groups of min(next_pow2(L), 32, the largest power of two dividing the thread
 count) lanes, one group per output position; each lane gathers its part of
 the reduction axis into a register, log2(group) `shfl.sync.bfly` steps fold
 the group within a segment of `group` lanes, and lane 0 writes
-(lowering/reduction.py, which also loops groups over extra rows and splits
+(lowering/schedules/reduction.py, which also loops groups over extra rows and splits
 long rows over several warps through shared memory). A 32-thread CTA reducing
 the rows of a 4x8 tile: groups of 8, shuffles with masks 1, 2 and 4. At
 thread scope the thread loops over everything. The barriers around the op
@@ -16,16 +16,16 @@ come from lowering/sync.py.
 from __future__ import annotations
 
 from tile_mlir.lowering import Variant, Verdict, register
-from tile_mlir.lowering.access import Access
-from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.predicates import (
+from tile_mlir.lowering.schedules.rows import RowReducer
+from tile_mlir.lowering.support.access import Access
+from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.variants.predicates import (
     FLOAT_COMPUTE,
     all_in,
     element_types,
     first_failure,
     scope_known,
 )
-from tile_mlir.lowering.reduction import RowReducer
 
 
 def check(info: OpInfo) -> Verdict:

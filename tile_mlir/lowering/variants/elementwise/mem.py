@@ -3,16 +3,15 @@
 Applies, below gmem and smem, when every memref operand is in global or shared
 memory but not all in one of them (`b = b + s` with b global, s shared). The
 partition is synthesized from the scope as for those two
-(lowering/partition.py); each operand keeps its own strides and alignment.
+(lowering/schedules/synthesized.py); each operand keeps its own strides and alignment.
 """
 
 from __future__ import annotations
 
-from tile_mlir.lowering import Variant, Verdict, partition, register
-from tile_mlir.lowering.access import Access
-from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.compute import Compute
-from tile_mlir.lowering.predicates import (
+from tile_mlir.lowering import Variant, Verdict, register
+from tile_mlir.lowering.schedules import synthesized
+from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.variants.predicates import (
     MEMORY_DTYPES,
     all_in,
     element_types,
@@ -26,9 +25,5 @@ def check(info: OpInfo) -> Verdict:
                          element_types(info, MEMORY_DTYPES))
 
 
-def lower(info: OpInfo) -> None:
-    partition.emit(info, [Access.of(o, info.buffers) for o in info.memrefs], Compute(info))
-
-
-register(Variant("tile.elementwise", "mem", 5, check, lower,
+register(Variant("tile.elementwise", "mem", 5, check, synthesized.lower_synthesized,
                  "global and shared operands mixed; partition synthesized from the scope"))

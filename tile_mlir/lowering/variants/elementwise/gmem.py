@@ -1,7 +1,7 @@
 """elementwise/gmem: an elementwise op whose memref operands all live in global memory.
 
 Applies at every scope (thread, warp, warpgroup, cta) once the scope's thread
-count is known. The partition is synthesized (lowering/partition.py): the
+count is known. The partition is synthesized (lowering/schedules/synthesized.py): the
 dimensions contiguous in every operand are coalesced, the innermost run is cut
 into vectors of up to 16 bytes (128-bit `ld.global` / `st.global`, and
 `ld.global.nc` where the kernel argument is `llvm.noalias` and
@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from mlir import ir
 
-from tile_mlir.lowering import Variant, Verdict, partition, register
-from tile_mlir.lowering.access import Access
-from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.compute import Compute
-from tile_mlir.lowering.predicates import (
+from tile_mlir.lowering import Variant, Verdict, register
+from tile_mlir.lowering.schedules import synthesized
+from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.variants.predicates import (
     MEMORY_DTYPES,
     all_in,
     element_types,
@@ -36,7 +35,7 @@ from tile_mlir.lowering.predicates import (
     scope_known,
 )
 
-OPTIONS = {"vector_bytes": partition.MAX_ACCESS_BYTES, "stage": 1}
+OPTIONS = {"vector_bytes": synthesized.MAX_ACCESS_BYTES, "stage": 1}
 """The variant's options and their defaults."""
 
 
@@ -51,8 +50,7 @@ def check(info: OpInfo) -> Verdict:
 
 
 def lower(info: OpInfo) -> None:
-    partition.emit(info, [Access.of(o, info.buffers) for o in info.memrefs], Compute(info),
-                   option(info, "vector_bytes"), option(info, "stage"))
+    synthesized.lower_synthesized(info, option(info, "vector_bytes"), option(info, "stage"))
 
 
 register(Variant("tile.elementwise", "gmem", 10, check, lower,

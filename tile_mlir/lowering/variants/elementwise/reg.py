@@ -2,7 +2,7 @@
 
 Applies when every memref operand is a register buffer (tile.alloc in
 #gpu.address_space<private>) and all are distributed alike. The partition is
-induced by the anchor register layout (lowering/bundle.py): its thread axes
+induced by the anchor register layout (lowering/schedules/induced.py): its thread axes
 fix each thread's coordinates and the thread loops over its private bundle,
 one register at a time (8 per lane for S[(32, 8):(1@laneid, 1)]), or two at a
 time for f16/bf16 so that the arithmetic is packed (`add.rn.f16x2`).
@@ -10,9 +10,10 @@ time for f16/bf16 so that the arithmetic is packed (`add.rn.f16x2`).
 
 from __future__ import annotations
 
-from tile_mlir.lowering import Variant, Verdict, bundle, register
-from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.predicates import (
+from tile_mlir.lowering import Variant, Verdict, register
+from tile_mlir.lowering.schedules import induced
+from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.variants.predicates import (
     FLOAT_COMPUTE,
     all_in,
     anchored,
@@ -34,7 +35,7 @@ def check(info: OpInfo) -> Verdict:
 def lower(info: OpInfo) -> None:
     anchor, _ = register_anchor(info)
     assert anchor is not None
-    bundle.lower_induced(info, anchor, PACKED_BYTES)
+    induced.lower_induced(info, anchor, PACKED_BYTES)
 
 
 register(Variant("tile.elementwise", "reg", 10, check, lower,

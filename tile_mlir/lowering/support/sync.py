@@ -19,9 +19,9 @@ from mlir import ir
 from mlir.dialects import arith, gpu, nvvm
 
 from tile_mlir.dialects.tile import SCOPES
-from tile_mlir.lowering.alignment import root_buffer
-from tile_mlir.lowering.analysis import memory_space
-from tile_mlir.lowering.emit import const, const_index, linear_thread_id
+from tile_mlir.lowering.support.alignment import root_buffer
+from tile_mlir.lowering.support.analysis import memory_space
+from tile_mlir.lowering.support.emit import const, const_index, linear_thread_id
 
 _TILE_OPS = ("tile.copy", "tile.elementwise", "tile.reduce")
 

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, scf
 
+from tile_mlir.contract import WARP, WARPGROUP, widest_vector
 from tile_mlir.layout import TileLayout
-from tile_mlir.lowering.access import Access
-from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.compute import Compute, row_major
-from tile_mlir.lowering.emit import const_index, scope_thread_index
+from tile_mlir.lowering.support.access import Access
+from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.support.compute import Compute, row_major
+from tile_mlir.lowering.support.emit import const_index, scope_thread_index
 
 
 @dataclass(frozen=True)
@@ -53,18 +54,15 @@ def plan(accesses: list[Access], anchor: TileLayout, max_bytes: int) -> Bundle:
         return Bundle(anchor, 1, "the innermost dimension is spread over threads")
     vec = max(1, max_bytes // max(a.nbytes for a in accesses))
     why = f"{max_bytes}-byte accesses"
-    while vec > 1 and inner.extent % vec:
-        vec //= 2
-        why = f"each thread holds runs of {inner.extent}"
+    if widest_vector(vec, inner.extent) < vec:
+        vec, why = widest_vector(vec, inner.extent), f"each thread holds runs of {inner.extent}"
     singles = tuple((d,) for d in range(rank))
     for access in accesses:
         if access.strides[-1] != 1:
             return Bundle(anchor, 1, f"operand {access.index} is strided innermost")
-        if not access.vectorizable:
-            return Bundle(anchor, 1, f"operand {access.index} is bool")
         align = access.alignment(singles)
-        while vec > 1 and align % vec:
-            vec //= 2
+        if widest_vector(vec, align) < vec:
+            vec = widest_vector(vec, align)
             why = f"operand {access.index} is aligned to {align * access.nbytes} bytes"
     return Bundle(anchor, vec, why)
 
@@ -81,12 +79,12 @@ def axis_values(layout: TileLayout, tid: ir.Value, threads: int
     values = {}
     for axis in layout.thread_axes:
         if axis == "laneid":
-            values[axis] = (tid if threads <= 32 else arith.remui(tid, const_index(32)),
-                            min(threads, 32))
+            values[axis] = (tid if threads <= WARP else arith.remui(tid, const_index(WARP)),
+                            min(threads, WARP))
         elif axis == "warpid":
-            values[axis] = split(32)
+            values[axis] = split(WARP)
         elif axis == "wgid":
-            values[axis] = split(128)
+            values[axis] = split(WARPGROUP)
         else:
             values[axis] = (tid, threads)
     return values

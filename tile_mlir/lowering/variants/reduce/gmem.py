@@ -1,8 +1,8 @@
-"""reduction/gmem: a tile.reduce that reads global memory (the destination global or shared).
+"""reduce/gmem: a tile.reduce that reads global memory (the destination global or shared).
 
-Applies where reduction/shared would but the source is in global memory, as
+Applies where reduce/shared would but the source is in global memory, as
 in the operator library's kernels that reduce rows of a tensor straight from
-global memory: the same shuffle tree (lowering/reduction.py), each lane
+global memory: the same shuffle tree (lowering/schedules/reduction.py), each lane
 gathering its part of a row with loads of up to 16 bytes when the reduced
 innermost axis is contiguous and aligned, and groups small enough that each
 lane has UNROLL loads in flight: a 128-float row is folded by 8 lanes taking
@@ -12,16 +12,17 @@ lane has UNROLL loads in flight: a 128-float row is folded by 8 lanes taking
 from __future__ import annotations
 
 from tile_mlir.lowering import Variant, Verdict, register, reject
-from tile_mlir.lowering.access import Access
-from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.predicates import (
+from tile_mlir.lowering.schedules.reduction import UNROLL, Reduction
+from tile_mlir.lowering.schedules.rows import RowReducer, row_vector_width
+from tile_mlir.lowering.support.access import Access
+from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.variants.predicates import (
     FLOAT_COMPUTE,
     all_in,
     element_types,
     first_failure,
     scope_known,
 )
-from tile_mlir.lowering.reduction import UNROLL, Reduction, RowReducer, row_vector_width
 
 
 def check(info: OpInfo) -> Verdict:

@@ -2,7 +2,7 @@
 or between two register tiles distributed alike.
 
 Applies once the scope's thread count is known, when a register operand has a
-layout. The register layout induces the partition (lowering/bundle.py): each
+layout. The register layout induces the partition (lowering/schedules/induced.py): each
 thread moves exactly the elements it holds, so no barrier is needed on the
 register side. Along the innermost dimension the thread's run is moved in
 vectors of up to 16 bytes where the memory side is contiguous and aligned
@@ -13,10 +13,11 @@ layout, only the first replica writes memory.
 
 from __future__ import annotations
 
-from tile_mlir.lowering import Variant, Verdict, bundle, register
-from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.partition import MAX_ACCESS_BYTES
-from tile_mlir.lowering.predicates import (
+from tile_mlir.lowering import Variant, Verdict, register
+from tile_mlir.lowering.schedules import induced
+from tile_mlir.lowering.schedules.synthesized import MAX_ACCESS_BYTES
+from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.variants.predicates import (
     all_in,
     anchored,
     first_failure,
@@ -33,7 +34,7 @@ def check(info: OpInfo) -> Verdict:
 def lower(info: OpInfo) -> None:
     anchor, _ = register_anchor(info)
     assert anchor is not None
-    bundle.lower_induced(info, anchor, MAX_ACCESS_BYTES)
+    induced.lower_induced(info, anchor, MAX_ACCESS_BYTES)
 
 
 register(Variant("tile.copy", "reg", 10, check, lower,

@@ -17,11 +17,7 @@ import math
 
 from mlir import ir
 
-KERNEL_ARG_ALIGN = 16
-"""Bytes of alignment assumed for every memref argument of a kernel."""
-
-DIVISIBILITY = "tile.divisibility"
-"""Argument attribute: a number that divides the integer argument's every value."""
+from tile_mlir.contract import DIVISIBILITY, KERNEL_ARG_ALIGN
 
 _UNBOUNDED = 1 << 62  # the divisor of zero
 _DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()

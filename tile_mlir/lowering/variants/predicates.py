@@ -5,14 +5,14 @@ from __future__ import annotations
 from tile_mlir.dtypes import INTS, LIBRARY_FLOATS
 from tile_mlir.layout import TileLayout
 from tile_mlir.lowering import ACCEPT, Verdict, reject
-from tile_mlir.lowering.analysis import OpInfo
-from tile_mlir.lowering.bundle import same_distribution
+from tile_mlir.lowering.schedules.induced import same_distribution
+from tile_mlir.lowering.support.analysis import OpInfo
 
 FLOAT_COMPUTE = ("f32", "f16", "bf16")
 """Element types the register variants compute in."""
 
 MEMORY_DTYPES = (*LIBRARY_FLOATS, *INTS, "bool")
-"""Element types the memory variants (lowering/partition.py) load, compute and store:
+"""Element types the memory variants (lowering/schedules/synthesized.py) load, compute and store:
 the operator library's, fp8 and bools (a byte each) included."""
 
 

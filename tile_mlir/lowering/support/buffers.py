@@ -23,12 +23,10 @@ import math
 from mlir import ir
 from mlir.dialects import memref
 
+from tile_mlir.contract import STORAGE_ALIGN
 from tile_mlir.dialects import tile
 from tile_mlir.layout import TileLayout
-from tile_mlir.lowering.analysis import enclosing, memory_space
-
-STORAGE_ALIGN = 16
-"""Byte alignment of every tile.alloc's storage (vector accesses rely on it)."""
+from tile_mlir.lowering.support.analysis import enclosing, memory_space
 
 
 def layout_type(layout: TileLayout, like: ir.MemRefType) -> ir.MemRefType:

@@ -33,8 +33,8 @@ from mlir.dialects import arith, math, memref, nvvm, vector
 
 from tile_mlir import op_table
 from tile_mlir.dtypes import DTYPES, FP8, DType
-from tile_mlir.lowering.analysis import Operand, OpInfo
-from tile_mlir.lowering.emit import const
+from tile_mlir.lowering.support.analysis import Operand, OpInfo
+from tile_mlir.lowering.support.emit import const
 
 Address = tuple[ir.Value, list[ir.Value]]
 """A (memref, indices) pair: where one access reads or writes."""
