@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the package and tests/cases.py, uninstalled
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the package and tests/support, uninstalled
 
 
 def per_call_us(fn: Callable[[], object], calls: int, repeats: int,
