@@ -2,10 +2,14 @@
 
     tile --tile-to-gpu--> gpu --gpu-to-nvvm--> llvm --gpu-module-to-binary--> ptx --ptxas--> cubin
 
-The IR text of every stage is kept on the result, with each kernel's
-launch-relevant signature (`KernelSpec`) read off the tile stage. Results go
-through the kernel cache (runtime/cache.py): a request compiled before, in
-this process or another, is loaded instead of compiled.
+The stages are those of the named pipeline pipelines/tile-to-ptx.pipeline (each of
+its elements ends one, `# stage <name>`), run in one loop; the IR text of every
+stage is kept on the result, with each kernel's launch-relevant signature
+(`KernelSpec`) read off the tile stage. The chip is decided once: the one asked
+for, or its arch-specific variant (sm_90 -> sm_90a) as soon as a stage's IR uses
+an instruction that needs it. Results go through the kernel cache
+(runtime/cache.py): a request compiled before, in this process or another, is
+loaded instead of compiled.
 """
 
 from __future__ import annotations
@@ -26,12 +30,10 @@ from tile_mlir.diagnostics import CompileError, Diagnostic, DiagnosticSink
 from tile_mlir.dtypes import by_mlir
 from tile_mlir.lowering.support.analysis import DYNAMIC, known_block_size
 from tile_mlir.runtime import cache as kernel_cache
-from tile_mlir.runtime.binary import detect_chip, retarget_ptx, specific_chip
+from tile_mlir.runtime.binary import detect_chip, specific_chip
 from tile_mlir.runtime.program import Program
 from tile_mlir.runtime.spec import KernelSpec, Param
 from tile_mlir.toolchain import assemble
-
-STAGES = ("tile", "gpu", "llvm", "ptx", "cubin")
 
 # ------------------------------------------------------------- kernel specs
 
@@ -114,7 +116,8 @@ def kernel_specs(module: ir.Module) -> dict[str, KernelSpec]:
 # ------------------------------------------------------------------ compile
 
 
-def _binaries(module: ir.Module) -> dict[str, str]:
+def binaries(module: ir.Module) -> dict[str, str]:
+    """The PTX (or other object text) of each gpu.binary in the module, by symbol."""
     result = {}
     for binary in _walk(module.operation, "gpu.binary"):
         objects = ir.ArrayAttr(binary.operation.attributes["objects"])
@@ -182,6 +185,12 @@ def compile(  # noqa: A001 - the natural name; the builtin is not needed here
     return kernel_cache.store(text, chip, options, program) if cache else program
 
 
+def _stage_text(module: ir.Module) -> str:
+    """What a stage keeps: the module's IR, or the PTX once it is gpu.binary ops."""
+    objects = binaries(module)
+    return "\n".join(objects.values()) if objects else str(module)
+
+
 def _compile(text: str, module: ir.Module | None, *, path: Path | None, name: str, chip: str,
              cubin: bool) -> Program:
     with _lock:
@@ -193,20 +202,17 @@ def _compile(text: str, module: ir.Module | None, *, path: Path | None, name: st
             kernels = kernel_specs(module)
         except ValueError as e:
             raise CompileError([Diagnostic("error", str(e))], {name: text}) from None
-        for stage, steps_text in (("gpu", "tile-to-gpu"), ("llvm", "gpu-to-nvvm"),
-                                  ("ptx", "gpu-module-to-binary{format=isa}")):
-            if stage == "llvm":  # sm_90 -> sm_90a when the gpu stage uses wgmma & co.
-                chip = specific_chip(chip, stages["gpu"])
-            if not pipeline.run(module, list(_steps(steps_text, chip)), sink):
+        chip = specific_chip(chip, stages["tile"])
+        staged = pipeline.named_pipelines()[pipeline.DEFAULT_PIPELINE]
+        for element, stage in staged.staged():
+            steps = _steps(staged.substitute(element, {"chip": chip}), chip)
+            if not pipeline.run(module, list(steps), sink):
                 raise CompileError(sink.diagnostics, {name: text},
                                    _reproducer(path, stages["tile"], chip))
-            stages[stage] = str(module) if stage != "ptx" else ""
-        ptx = _binaries(module)
-    target = specific_chip(chip, "".join(ptx.values()))
-    if target != chip:
-        ptx = {m: retarget_ptx(text_, target) for m, text_ in ptx.items()}
-    stages["ptx"] = "\n".join(ptx.values())
-    result = Program(target, kernels, ptx, {}, stages)
+            stages[stage] = _stage_text(module)
+            chip = specific_chip(chip, stages[stage])
+        ptx = binaries(module)
+    result = Program(chip, kernels, ptx, {}, stages)
     if cubin:
-        result.cubin = {m: assemble(text_, target) for m, text_ in ptx.items()}
+        result.cubin = {m: assemble(text_, chip) for m, text_ in ptx.items()}
     return result

@@ -26,6 +26,7 @@ from mlir import ir
 from tile_mlir import lowering, passes, pipeline
 from tile_mlir.context import PARSED_NAME, new_context, parse
 from tile_mlir.diagnostics import CompileError, Diagnostic, DiagnosticSink
+from tile_mlir.runtime.binary import ptx_target
 from tile_mlir.toolchain import DEFAULT_CHIP, ToolchainError, assemble
 from tile_mlir.tools import verify_diagnostics
 
@@ -100,7 +101,8 @@ def _list_passes() -> None:
     for name in passes.PASSES:
         cls = passes.get(name)
         opts = " ".join(f"{f.name.replace('_', '-')}=<{f.type}>" for f in cls.options())
-        print(f"  {name:18} {cls.SUMMARY}" + (f"  [{opts}]" if opts else ""))
+        needs = f"  (after {', '.join(cls.REQUIRES)})" if cls.REQUIRES else ""
+        print(f"  {name:18} {cls.SUMMARY}" + (f"  [{opts}]" if opts else "") + needs)
     print("named pipelines (pipelines/):")
     for named in pipeline.named_pipelines().values():
         params = " ".join(f"{k}={v}" for k, v in named.params.items())
@@ -128,9 +130,9 @@ def _chunks(text: str, split: bool) -> list[str]:
 def _emit(module: ir.Module, emit: str, output: str | None) -> str | bytes:
     if emit == "mlir":
         return str(module)
-    from tile_mlir.compiler import _binaries
+    from tile_mlir.compiler import binaries as module_binaries
 
-    binaries = _binaries(module)
+    binaries = module_binaries(module)
     if not binaries:
         raise UsageError(f"--emit={emit} needs a pipeline that ends in gpu-module-to-binary "
                          "(for example -p tile-to-ptx)")
@@ -143,8 +145,7 @@ def _emit(module: ir.Module, emit: str, output: str | None) -> str | bytes:
     if len(binaries) != 1:
         raise UsageError(f"--emit=cubin makes one cubin, but there are {len(binaries)} modules")
     ptx = next(iter(binaries.values()))
-    target = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M)
-    return assemble(ptx, target.group(1) if target else DEFAULT_CHIP)
+    return assemble(ptx, ptx_target(ptx) or DEFAULT_CHIP)
 
 
 @dataclass

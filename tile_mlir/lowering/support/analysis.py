@@ -61,9 +61,6 @@ class Operand:
     def strides(self) -> tuple[int, ...]:
         return self.strides_and_offset[0]
 
-    @property
-    def has_static_shape(self) -> bool:
-        return all(d != DYNAMIC for d in self.shape)
 
 
 DYNAMIC_STRIDE = ir.ShapedType.get_dynamic_stride_or_offset()
