@@ -22,9 +22,11 @@ operandSegmentSizes is left as written.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 OP_NAME = '"tile.elementwise"'
 _CANDIDATE = re.compile(r'"tile\.elementwise"\s*\(')
@@ -153,6 +155,8 @@ def _edit(scanner: _Scanner, open_paren: int) -> tuple[int, str] | None:
 
 
 _PAIRS = {"(": ")", "[": "]", "{": "}"}
+_TOKEN = re.compile(r'["()\[\]{}]|//')  # what changes the nesting, or hides brackets
+_STRING_BODY = re.compile(r'(?:[^"\\\n]|\\.)*')
 
 
 class _Scanner:
@@ -160,18 +164,15 @@ class _Scanner:
 
     def __init__(self, text: str):
         self.text = text
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    @cached_property
+    def _line_starts(self) -> list[int]:
+        return [0] + [m.end() for m in re.finditer("\n", self.text)]
 
     def position(self, offset: int) -> tuple[int, int]:
         """(line, column), both 1-based, of an offset."""
-        lo, hi = 0, len(self._line_starts) - 1
-        while lo < hi:  # the last line start at or before offset
-            mid = (lo + hi + 1) // 2
-            if self._line_starts[mid] <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo + 1, offset - self._line_starts[lo] + 1
+        line = bisect.bisect_right(self._line_starts, offset) - 1
+        return line + 1, offset - self._line_starts[line] + 1
 
     def is_op_name(self, offset: int) -> bool:
         """Whether the string at `offset` is code (not in a comment or a string) where an
@@ -186,8 +187,10 @@ class _Scanner:
                 return False
             else:
                 i += 1
-        before = self.text[:offset].rstrip()
-        return not before.endswith(("(", "[", ","))
+        before = offset - 1
+        while before >= 0 and self.text[before].isspace():
+            before -= 1
+        return before < 0 or self.text[before] not in "([,"
 
     def skip_blank(self, offset: int) -> int:
         """The first offset at or after `offset` that is not whitespace or a comment."""
@@ -205,30 +208,30 @@ class _Scanner:
     def closing(self, opening: int, what: str) -> int:
         """The offset of the bracket that closes the one at `opening`."""
         stack = [_PAIRS[self.text[opening]]]
-        i = opening + 1
-        while i < len(self.text):
-            i = self.skip_blank(i)
-            if i >= len(self.text):
-                break
-            ch = self.text[i]
-            if ch == '"':
-                i = self._string_end(i)
+        position = opening + 1
+        while (m := _TOKEN.search(self.text, position)) is not None:
+            token, at = m.group(), m.start()
+            if token == '"':
+                position = self._string_end(at)
                 continue
-            if ch in _PAIRS:
-                stack.append(_PAIRS[ch])
-            elif ch in ")]}":
-                if ch != stack.pop():
-                    break
-                if not stack:
-                    return i
-            i += 1
+            if token == "//":
+                position = self.skip_blank(at)
+                continue
+            if token in _PAIRS:
+                stack.append(_PAIRS[token])
+            elif token != stack.pop():
+                break
+            elif not stack:
+                return at
+            position = at + 1
         raise _Unusual(what)
 
     def _string_end(self, start: int) -> int:
-        i = start + 1
-        while i < len(self.text) and self.text[i] not in '"\n':
-            i += 2 if self.text[i] == "\\" else 1
-        return i + 1
+        """The offset after the string literal that starts at `start` (its line's end when
+        it is not closed there)."""
+        m = _STRING_BODY.match(self.text, start + 1)
+        assert m is not None  # the pattern also matches an empty body
+        return m.end() + 1
 
     def split(self, start: int, end: int) -> list[str]:
         """The comma-separated items of text[start:end] (operands: no nesting), without
