@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -149,10 +149,11 @@ class Expander:
     params: Mapping[str, str] = field(default_factory=dict)  # e.g. chip from --chip
     pass_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def expand(self, text: str) -> list[Step]:
+    def expand(self, text: str, done: Iterable[str] = ()) -> list[Step]:
         """The steps of a pipeline text, with the tile passes' requirements (REQUIRES) that
-        it lacks added in front of the pass that needs them."""
-        return self._with_requirements(self._expand(text, 0))
+        it lacks added in front of the pass that needs them; those in `done` (tile passes
+        that run before these steps) are not added again."""
+        return self._with_requirements(self._expand(text, 0), set(done))
 
     def _expand(self, text: str, depth: int) -> list[Step]:
         if depth > 16:
@@ -167,8 +168,7 @@ class Expander:
             steps.extend(self._element(element, depth))
         return steps
 
-    def _with_requirements(self, steps: list[Step]) -> list[Step]:
-        done: set[str] = set()
+    def _with_requirements(self, steps: list[Step], done: set[str]) -> list[Step]:
         out: list[Step] = []
 
         def need(name: str) -> None:
