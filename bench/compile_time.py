@@ -22,7 +22,8 @@ import tempfile
 import textwrap
 import time
 
-from common import ROOT, cpu_name, once_ms, save, summary, table
+from common import ROOT, cpu_name, save, table
+from timing import once_ms, percentiles
 
 
 def _fresh_process_ms(code: str) -> float:
@@ -104,7 +105,7 @@ def main() -> None:
         for name, case in (("fma 4x1031 f32", 'Case("fma", (4, 1031), block=128)'),
                            ("add 2048 f32, 8 CTAs", 'Case("add", (2048,), form="rows", split=8)')):
             for kernel, what, samples in measure(name, case, args.repeats):
-                median, low, high = summary(samples)
+                median, low, high = percentiles(samples)
                 rows.append((kernel, what, f"{median:.3f}", f"{low:.3f}", f"{high:.3f}"))
     from tile_mlir.runtime.driver import device_name, gpu_available
 

@@ -20,7 +20,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from common import cpu_name, per_call_us, save, summary, table
+from common import cpu_name, save, table
+from timing import per_call_us
+from timing import percentiles as summary
 
 if TYPE_CHECKING:
     from tile_mlir.runtime import Kernel
