@@ -208,8 +208,8 @@ def _strip_na(reason: str) -> str:
 def prepare(built: Built, systems: Sequence[System],
             wrap: Callable[[Callable[..., Any]], Callable[..., Any]]
             ) -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
-    """Each system's zero-argument call, made once (the first warm-up: compiles) and its
-    result checked; or the reason it cannot run."""
+    """Each system's zero-argument call, made twice (the first warm-ups: compiles, plans)
+    and its first result checked; or the reason it cannot run."""
     ready: dict[str, Callable[[], Any]] = {}
     reasons: dict[str, str] = {}
     for system in systems:
@@ -224,6 +224,7 @@ def prepare(built: Built, systems: Sequence[System],
             if built.check is not None:
                 built.check(system.key, result)
             del result
+            bound()  # a second call: some take a faster path from the second call on
         except Exception as e:  # noqa: BLE001 - a system that cannot run the case: its reason
             reasons[system.key] = reason_of(e, call.compiled)
             continue

@@ -150,3 +150,21 @@ def test_runs_in_parts_merge_in_the_case_order(harness: Any, tmp_path: Path) -> 
     assert "run 1 of 2: `python3 bench/t.py --dry-run" in text
     with pytest.raises(ValueError, match="at least 100"):
         run("--reps", "10")
+
+
+def test_a_call_that_fails_the_second_time_is_its_own_gap(harness: Any) -> None:
+    """Some calls take a fast path from their second call on: a failure there is the
+    system's, found before timing (which could not say whose it was)."""
+    calls = {"n": 0}
+
+    def flaky() -> int:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise AttributeError("'float' object has no attribute 'data_ptr'")
+        return 1
+
+    built = harness.Built({"tile-mlir": harness.Call(flaky), "eager": harness.Call(lambda: 2),
+                           "compile": harness.Call(lambda: 3, compiled=True)})
+    ready, reasons = harness.prepare(built, harness.STANDARD, lambda fn: fn)
+    assert set(ready) == {"eager", "compile"}
+    assert reasons == {"tile-mlir": "AttributeError: 'float' object has no attribute 'data_ptr'"}

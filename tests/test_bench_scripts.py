@@ -86,6 +86,7 @@ def test_elementwise_cases_and_traffic() -> None:
     assert by_name["where bf16 2^24"].traffic == (1 + 2 + 2 + 2) * n
     assert by_name["clamp i64 2^24"].traffic == 2 * 8 * n
     assert by_name["isnan f8e4m3 2^24"].traffic == 2 * n
+    assert by_name["isnan i64 2^24"].traffic == n  # the output alone: no NaN to look for
     assert by_name["bias_add bf16 65536x4096"].traffic == (2 * 65536 * 4096 + 4096) * 2
     assert by_name["isnan f32 2^16"].outputs == "fresh"
     assert by_name["add f32 2^16"].outputs == "out="
@@ -118,3 +119,28 @@ def test_fusion_states_a_missing_fuse(tmp_path: Path) -> None:
         assert only.gaps == {"tile-mlir": "ops.fuse not in this build"}
         script.main(["--dry-run", "--results", str(tmp_path)])
         assert "n/a: ops.fuse not in this build" in (tmp_path / "fusion-dry-run.md").read_text()
+
+
+def test_launch_cost_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = load("launch_cost")
+    assert script.main(["--dry-run", "--results", str(tmp_path)]) == 0
+    text = (tmp_path / "launch_cost-dry-run.md").read_text()
+    assert "FAKE figures" in text and "| floor us (params) |" in text
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ")]
+    ops = {(r[0].removeprefix("| "), r[1], r[2]) for r in rows[1:] if r[1].startswith("2^")}
+    for size in ("2^10", "2^16"):
+        for op in script.ORDER:
+            assert (op, size, "no") in ops
+        for op in ("add", "add scalar", "exp", "silu_and_mul", "rope_neox"):
+            assert (op, size, "yes") in ops  # with out= where the library has it
+    with pytest.raises(SystemExit):
+        script.main(["--dry-run", "--calls", "10", "--batches", "10"])  # under 3000 calls
+    capsys.readouterr()
+
+
+def test_launch_cost_row_with_a_failing_call() -> None:
+    script = load("launch_cost")
+    row = script.Row("add scalar", 1024, True, "AttributeError: 'float' object",
+                     (5.0, 4.0, 6.0), None, 0.0, 4, 3.5)
+    assert row.cells() == ["add scalar", "2^10", "yes", "n/a: AttributeError: 'float' object",
+                           "5.00 (4.00-6.00)", "n/a", "n/a", "0", "3.50 (4)"]
