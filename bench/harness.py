@@ -501,8 +501,8 @@ def merge(parts: Sequence[tuple[list[CaseResult], list[dict[str, Any]]]],
 
 def plot_ratios(bench: Benchmark, results: Sequence[CaseResult], path: Path,
                 device: str) -> None:
-    """One bar per case: the primary's TB/s over the best peer's (1.0: parity); cases
-    with no ratio are listed with "n/a"."""
+    """A dot per case: the primary's TB/s over the best peer's, on an axis zoomed to the
+    ratios (parity marked); cases with no ratio are listed with "n/a"."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -510,15 +510,20 @@ def plot_ratios(bench: Benchmark, results: Sequence[CaseResult], path: Path,
 
     labels = [r.name for r in results]
     values = [ratio(bench, r) for r in results]
+    known = [v for v in values if v is not None] or [1.0]
+    low, high = min(*known, 0.9) * 0.95, max(*known, 1.1) * 1.05
     fig, ax = plt.subplots(figsize=(8, 0.16 * len(labels) + 1.4))
-    ax.barh(range(len(labels)), [v or 0.0 for v in values],
-            color=["C2" if (v or 0) >= 1 else "C3" for v in values])
     for y, v in enumerate(values):
         if v is None:
-            ax.text(0.02, y, "n/a", va="center", fontsize=5)
+            ax.text(low, y, " n/a", va="center", fontsize=5)
+        else:
+            ax.plot([1.0, v], [y, y], color="0.8", linewidth=0.6)
+            ax.plot(v, y, "o", markersize=3, color="C2" if v >= 1 else "C3")
     ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xlim(low, high)
     ax.set_yticks(range(len(labels)), labels, fontsize=5)
-    ax.invert_yaxis()
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    ax.grid(axis="x", alpha=0.3)
     ax.set_xlabel(f"{bench.label(bench.primary)} TB/s / best peer's")
     ax.set_title(f"{bench.title} on {device}", fontsize=9)
     fig.tight_layout()

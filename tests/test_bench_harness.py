@@ -168,3 +168,14 @@ def test_a_call_that_fails_the_second_time_is_its_own_gap(harness: Any) -> None:
     ready, reasons = harness.prepare(built, harness.STANDARD, lambda fn: fn)
     assert set(ready) == {"eager", "compile"}
     assert reasons == {"tile-mlir": "AttributeError: 'float' object has no attribute 'data_ptr'"}
+
+
+def test_replot_from_saved_json(harness: Any, tmp_path: Path) -> None:
+    """--plot re-plots a saved run (where matplotlib is installed)."""
+    pytest.importorskip("matplotlib")
+    bench = harness.Benchmark("t", "Test bench")
+    plan = _plan(harness, [])
+    harness.main(bench, plan, ["--dry-run", "--results", str(tmp_path)])
+    saved = tmp_path / "t-dry-run.json"
+    assert harness.main(bench, plan, ["--plot", str(saved)]) == 0
+    assert (tmp_path / "t-dry-run.png").stat().st_size > 0
