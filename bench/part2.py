@@ -19,15 +19,18 @@ torch's formula (dropout: the kept fraction and the scaling).
     python3 bench/part2.py --cases '^(gated|dropout)'
     python3 bench/part2.py --dry-run
 
-The 2^28 f16/bf16 anomaly of the earlier runs (every activation 0.85x of torch while
-the same kernel timed alone moved 2.92 TB/s): that benchmark captured each system's
-calls in its own CUDA graph, whose outputs came from the graph's private memory pool
-(fresh cudaMalloc'd address ranges, first touched inside the timed replays), timed
-the systems one after the other in a fixed order (tile-mlir first, right after the
-case's 1.5 GiB of inputs were made and the previous case's freed) and flushed no L2.
-This harness times every system the same way: no graphs, the same inputs, outputs
-from torch's caching allocator warmed up before timing, the systems interleaved
-repetition by repetition, L2 flushed before each.
+The 2^28 f16/bf16 anomaly of the earlier runs (tile-mlir at 2.52-2.56 TB/s, 0.85x of
+torch, for every activation, while the same kernel timed alone moved 2.92): that
+benchmark captured each system's calls in a CUDA graph, whose outputs came from the
+graph's private pool (address ranges cudaMalloc'd during the capture), timed the
+systems one after the other in a fixed order (tile-mlir first, right after the case's
+1.5 GiB of inputs were made and the previous case's freed), and flushed no L2. This
+harness times every system alike: no graphs, the same inputs, outputs from torch's
+caching allocator warmed up before timing, the systems interleaved repetition by
+repetition, L2 flushed before each. Under it (H100, 2026-11-24) tile-mlir moves
+3.00-3.04 TB/s on those cases, 0.98-1.03x of the best peer (softplus 0.85x: its
+peers are faster in both runs); which of the changes removed the anomaly was not
+isolated.
 """
 
 from __future__ import annotations
