@@ -152,6 +152,23 @@ def test_runs_in_parts_merge_in_the_case_order(harness: Any, tmp_path: Path) -> 
         run("--reps", "10")
 
 
+def test_merge_of_parts_saved_apart(harness: Any, tmp_path: Path) -> None:
+    """Parts written to folders of their own, merged by --merge into one table."""
+    bench = harness.Benchmark("t", "Test bench")
+    plan = _plan(harness, [])
+    for part, pattern in (("b", "fine"), ("a", "fails")):
+        harness.main(bench, plan, ["--dry-run", "--results", str(tmp_path / part),
+                                   "--cases", pattern])
+    merged = tmp_path / "merged"
+    assert harness.main(bench, plan, ["--merge", str(tmp_path / "b" / "t-dry-run.json"),
+                                      str(tmp_path / "a" / "t-dry-run.json"),
+                                      "--results", str(merged)]) == 0
+    (saved,) = merged.glob("*.json")
+    record = json.loads(saved.read_text())
+    assert [c["name"] for c in record["cases"]] == ["fails", "fine"]
+    assert [c["run"] for c in record["cases"]] == [1, 0]
+
+
 def test_a_call_that_fails_the_second_time_is_its_own_gap(harness: Any) -> None:
     """Some calls take a fast path from their second call on: a failure there is the
     system's, found before timing (which could not say whose it was)."""
