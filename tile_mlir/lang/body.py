@@ -13,6 +13,8 @@ options through as attributes (variant=, vector_bytes=, stage=, padding=...).
 from __future__ import annotations
 
 import difflib
+import linecache
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -202,15 +204,29 @@ def _layout(text: TileLayout | str, shape: tuple[int, ...]) -> TileLayout:
     return layout
 
 
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")
+
+
+def _assigned_name() -> str | None:
+    """The variable the user's line assigns (`A_smem = tl.alloc_shared(...)`): the buffer's
+    name in the printed IR."""
+    where = errors.place()
+    found = _ASSIGNED.match(linecache.getline(where.file, where.line))
+    return found.group(1) if found else None
+
+
 def _alloc(shape: tuple[int, ...], dtype: str, layout: TileLayout, space: str) -> Tensor:
     from tile_mlir.lowering.support.buffers import layout_type
 
+    name = _assigned_name()
     with at():
         memory = ir.Attribute.parse(_SPACES[space])
         plain = ir.MemRefType.get(list(shape), builder.element_type(dtype),
                                   memory_space=memory)
         type_ = layout_type(layout, plain) if space == "shared" else plain
-        op = tile.AllocOp(type_, layout)
+        where = ir.Location.current if name is None else \
+            ir.Location.name(name, ir.Location.current)
+        op = tile.AllocOp(type_, layout, loc=where)
     return Tensor(op.buffer, shape, dtype, space, layout=str(layout))
 
 
