@@ -23,8 +23,12 @@ def unary_op(A: tl.Tensor["f32", (32, 32)]):
     tl.cta.copy(A, A_smem)
 
 
+ARGS = (tl.ArrayDesc("f32", (32, 32)),)
+"""The arguments the printed IR is specialized for (descriptions: no memory)."""
+
+
 def ir_text() -> str:
-    return header(__doc__, "seed_000_smem_sqrt") + unary_op.ir(tl.ArrayDesc("f32", (32, 32)))
+    return header(__doc__, "seed_000_smem_sqrt") + unary_op.ir(*ARGS)
 
 
 def run(rng: np.random.Generator) -> float:

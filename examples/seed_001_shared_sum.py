@@ -24,9 +24,12 @@ def test_reduction(A: tl.Tensor["f32", (4, 8)], B: tl.Tensor["f32", (4,)]):
     tl.cta.copy(B, B_smem)
 
 
+ARGS = (tl.ArrayDesc("f32", (4, 8)), tl.ArrayDesc("f32", (4,)))
+"""The arguments the printed IR is specialized for (descriptions: no memory)."""
+
+
 def ir_text() -> str:
-    return header(__doc__, "seed_001_shared_sum") + test_reduction.ir(
-        tl.ArrayDesc("f32", (4, 8)), tl.ArrayDesc("f32", (4,)))
+    return header(__doc__, "seed_001_shared_sum") + test_reduction.ir(*ARGS)
 
 
 def run(rng: np.random.Generator) -> float:

@@ -197,7 +197,9 @@ def _layout(text: TileLayout | str, shape: tuple[int, ...]) -> TileLayout:
         layout = text if isinstance(text, TileLayout) else TileLayout.parse(text)
         layout.validate()
     except LayoutError as e:
-        raise errors.program_error(f"invalid layout: {e}") from None
+        at_char = f" at character {e.position}" if e.position is not None else ""
+        spec = f" ({e.spec!r}{at_char})" if e.spec else ""
+        raise errors.program_error(f"invalid layout: {e.message}{spec}") from None
     if layout.shape != shape:
         raise errors.program_error(f"layout {layout} has shape {layout.shape}, the buffer "
                                    f"{shape}")
@@ -230,7 +232,7 @@ def _alloc(shape: tuple[int, ...], dtype: str, layout: TileLayout, space: str) -
     return Tensor(op.buffer, shape, dtype, space, layout=str(layout))
 
 
-def alloc_shared(shape: int | Sequence[int], dtype: Any,
+def alloc_shared(shape: int | Sequence[Any], dtype: Any,
                  layout: TileLayout | str | None = None) -> Tensor:
     """A shared-memory tile (tile.alloc), row-major `S[shape]` unless a layout says."""
     dims = _static_shape(shape)
@@ -241,7 +243,7 @@ def alloc_shared(shape: int | Sequence[int], dtype: Any,
     return _alloc(dims, dtype_name(dtype), chosen, "shared")
 
 
-def alloc_reg(shape: int | Sequence[int], dtype: Any, layout: TileLayout | str) -> Tensor:
+def alloc_reg(shape: int | Sequence[Any], dtype: Any, layout: TileLayout | str) -> Tensor:
     """A register tile (tile.alloc) spread over threads as the layout says
     (`S[(32, 8):(1@laneid, 1)]`: lane i holds row i)."""
     dims = _static_shape(shape)

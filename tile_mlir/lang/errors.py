@@ -11,6 +11,7 @@ later point there too.
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import sys
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 
 _PACKAGE = str(Path(__file__).resolve().parent)
+_SKIPPED = (_PACKAGE, contextlib.__file__)  # the builder's frames, and its `with` helpers'
 
 
 class ProgramError(Exception):
@@ -43,7 +45,7 @@ class Place:
 
 
 def _inside(frame: FrameType) -> bool:
-    return frame.f_code.co_filename.startswith(_PACKAGE)
+    return frame.f_code.co_filename.startswith(_SKIPPED)
 
 
 def user_frame() -> FrameType | None:

@@ -17,15 +17,16 @@ compiler's own files are in every key (runtime/cache.py).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import marshal
+import sys
 import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tile_mlir.lang import launch
 from tile_mlir.lang.arrays import Described
@@ -47,19 +48,33 @@ if TYPE_CHECKING:
     from tile_mlir.runtime.kernel import Kernel
     from tile_mlir.runtime.program import Program
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 RESERVED = ("grid", "stream")
 """Keyword arguments of a launch, so no parameter may take these names."""
 
 
-@contextmanager
-def _user_facing() -> Iterator[None]:
-    """A user's mistake surfaces without this package's frames."""
-    from tile_mlir.diagnostics import CompileError
+def _user_error(e: Exception) -> bool:
+    """A mistake of the user's, which surfaces without this package's frames."""
+    if isinstance(e, ProgramError | ArgumentError):
+        return True
+    diagnostics = sys.modules.get("tile_mlir.diagnostics")  # loaded if MLIR ran
+    return diagnostics is not None and isinstance(e, diagnostics.CompileError)
 
-    try:
-        yield
-    except (ProgramError, ArgumentError, CompileError) as e:
-        raise e.with_traceback(None) from None
+
+def _user_facing(method: F) -> F:
+    """Re-raise the user's mistakes from the API's own frame (the located message says
+    where the mistake is; frames of the builder would only hide it)."""
+    @functools.wraps(method)
+    def api(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except Exception as e:
+            if _user_error(e):
+                raise e.with_traceback(None) from None
+            raise
+
+    return api  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------------ annotations
@@ -203,12 +218,13 @@ class KernelFunction:
                      if p.kind != "constexpr"]
         return values, positions
 
+    @_user_facing
     def bind(self, *args: Any, **kwargs: Any) -> Bound:
         """Check the arguments and specialize on them (errors name the argument)."""
-        with _user_facing():
-            values, _ = self._values(args, kwargs)
-            return specialize(self.info, values)
+        values, _ = self._values(args, kwargs)
+        return specialize(self.info, values)
 
+    @_user_facing
     def signature(self, *args: Any, **kwargs: Any) -> Specialization:
         """The specialization these arguments (arrays, tl.ArrayDesc, numbers, constexprs)
         compile the kernel for."""
@@ -223,6 +239,7 @@ class KernelFunction:
             return spec
         return self.signature(*args, **kwargs)
 
+    @_user_facing
     def arguments(self, *args: Any, **kwargs: Any) -> list[Any]:
         """The kernel's argument values for a call (pointers, sizes, strides, offsets and
         numbers, in the order of its specialization's roles)."""
@@ -231,6 +248,7 @@ class KernelFunction:
 
     # ------------------------------------------------------------ building
 
+    @_user_facing
     def build(self, spec: Specialization, context: ir.Context | None = None) -> ir.Module:
         """A module holding the kernel for `spec` (gpu.module @kernels), built in `context`
         (a new one by default; a host's own gets the tile dialect registered)."""
@@ -242,6 +260,7 @@ class KernelFunction:
             self.emit(spec, into=module)
         return module
 
+    @_user_facing
     def emit(self, spec: Specialization, into: ir.Module, *, name: str | None = None,
              gpu_module: str = "kernels") -> str:
         """Add the kernel for `spec` to a host's module (in its gpu.module `gpu_module`,
@@ -252,7 +271,7 @@ class KernelFunction:
         from tile_mlir.lang import builder
 
         spec = self._spec((spec,), {})
-        with _user_facing(), into.context, ir.Location.unknown():
+        with into.context, ir.Location.unknown():
             func = builder.emit_kernel(self.fn, spec, into, name=name or self.name,
                                        gpu_module_name=gpu_module)
             self._verify(into)
@@ -276,6 +295,7 @@ class KernelFunction:
         except ir.MLIRError as e:
             raise CompileError(from_mlir_error(e), self._sources()) from None
 
+    @_user_facing
     def ir(self, *args: Any, **kwargs: Any) -> str:
         """The tile IR of the kernel for these arguments (or a Specialization) as text:
         what `tile-opt <file> -p tile-to-ptx` lowers to the PTX `compile` makes."""
@@ -294,6 +314,7 @@ class KernelFunction:
     def _source_hash(self) -> str:
         return source_hash(self.fn)
 
+    @_user_facing
     def compile(self, spec_or_args: Specialization | Sequence[Any] = (),
                 chip: str | None = None) -> Program:
         """The compiled Program for a specialization (or the arguments of a call), from
@@ -322,9 +343,8 @@ class KernelFunction:
         except ImportError as e:
             raise kernel_cache.CompilerUnavailableError(e) from e
         module = self.build(spec)
-        with _user_facing():
-            return compile_(module, chip=chip, name=f"<{self.info.qualname}>",
-                            request=request, sources=self._sources())
+        return compile_(module, chip=chip, name=f"<{self.info.qualname}>", request=request,
+                        sources=self._sources())
 
     def kernel(self, spec: Specialization, device: int = 0) -> Kernel:
         """The runtime Kernel for `spec`, compiled and loaded on `device`."""
@@ -356,9 +376,13 @@ class KernelFunction:
         prepared = self._prepared.get(key) if key is not None else None
         if prepared is not None and prepared(args, pointers, grid, stream):
             return
-        with _user_facing():
+        try:
             self._launch_checked(args, kwargs, grid=grid, stream=stream, key=key,
                                  pointers=pointers)
+        except Exception as e:
+            if _user_error(e):
+                raise e.with_traceback(None) from None
+            raise
 
     def _launch_checked(self, args: tuple[Any, ...], kwargs: dict[str, Any], *,
                         grid: launch.Grid, stream: Any, key: tuple[Any, ...] | None,
@@ -439,6 +463,17 @@ class _Launcher:
 
     def __call__(self, *args: Any, stream: Any = None, **kwargs: Any) -> None:
         self.kernel._launch(args, kwargs, self.grid, stream)
+
+
+@typing.overload
+def kernel(fn: Callable[..., Any], *, threads: Any = 256, name: str | None = None,
+           static: Sequence[str] = (), index_bits: int | None = None) -> KernelFunction: ...
+
+
+@typing.overload
+def kernel(fn: None = None, *, threads: Any = 256, name: str | None = None,
+           static: Sequence[str] = (), index_bits: int | None = None
+           ) -> Callable[[Callable[..., Any]], KernelFunction]: ...
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, threads: Any = 256,

@@ -414,9 +414,15 @@ PARAMETER_SCALARS = ("f32", "f64", "i32", "i64", "bool")
 """The element types a scalar kernel parameter may have (what launches can pass)."""
 
 
-class constexpr:
+class _Constexpr:
     """Annotation of a compile-time parameter: a Python int, float, bool, str or tuple of
     them, seen by the body as it is; each value is a specialization of its own."""
+
+
+if TYPE_CHECKING:
+    constexpr = Any  # a constexpr parameter holds a plain Python value (`T: tl.constexpr = 4`)
+else:
+    constexpr = _Constexpr
 
 
 def dtype_name(dtype: Any) -> str:
