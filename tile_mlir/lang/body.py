@@ -154,7 +154,7 @@ def _inside(op: Any, block: ir.Block) -> Iterator[None]:
 
 
 @contextmanager
-def if_(condition: Bool | bool) -> Iterator[_If]:
+def if_(condition: Bool | Scalar | bool) -> Iterator[_If]:
     """`with tl.if_(cond) as branch:` builds an scf.if; `with branch.otherwise():` its
     else branch."""
     with at():

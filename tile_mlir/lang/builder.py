@@ -145,15 +145,16 @@ def index_to(a: Index, dtype: str) -> Scalar:
         return SCALARS[dtype](arith.index_cast(element_type(dtype), a.value))
 
 
-def bool_value(value: Bool | bool) -> ir.Value:
-    if isinstance(value, Bool):
+def bool_value(value: Bool | Scalar | bool) -> ir.Value:
+    """A predicate's i1: a Bool, a bool scalar (a tl.bool_ parameter) or a Python bool."""
+    if isinstance(value, Bool) or (isinstance(value, Scalar) and value.dtype == "bool"):
         return value.value
     if isinstance(value, bool):
         return arith.constant(ir.IntegerType.get_signless(1), int(value))
     raise errors.program_error(f"expected a tl.Bool or a bool, got {type(value).__name__}")
 
 
-def bool_op(name: str, a: Bool, b: Bool | bool) -> Bool:
+def bool_op(name: str, a: Bool, b: Bool | Scalar | bool) -> Bool:
     ops = {"and": arith.andi, "or": arith.ori, "xor": arith.xori}
     with at():
         return Bool(ops[name](a.value, bool_value(b)))

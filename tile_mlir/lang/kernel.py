@@ -170,6 +170,8 @@ class KernelFunction:
         self.index_bits = index_bits
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
+        # the source as it was defined: an edit after the import must not name this code
+        self._source_hash = source_hash(fn)
         self._programs: dict[tuple[Specialization, str], Program] = {}
         self._kernels: dict[tuple[Specialization, int], Kernel] = {}
         self._prepared: dict[tuple[Any, ...], launch.Prepared] = {}
@@ -309,10 +311,6 @@ class KernelFunction:
         """The kernel cache's request for `spec`: computed without MLIR."""
         return (f"tile_mlir.lang kernel {self.info.qualname} @{self.name}\n"
                 f"source sha256 {self._source_hash}\nspecialization {spec.key()}\n")
-
-    @cached_property
-    def _source_hash(self) -> str:
-        return source_hash(self.fn)
 
     @_user_facing
     def compile(self, spec_or_args: Specialization | Sequence[Any] = (),

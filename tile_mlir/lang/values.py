@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Union, overload
 
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.lang.errors import program_error
@@ -110,8 +110,9 @@ class Tensor(metaclass=_TensorMeta):
         self.root = root  # the kernel parameter it views (None for buffers)
 
     @property
-    def shape(self) -> tuple[IndexLike, ...]:
-        """Per dim an int (static) or an Index (known at run time)."""
+    def shape(self) -> tuple[Any, ...]:
+        """Per dim an int (static) or an Index (known at run time). Typed Any: which one a
+        dim is depends on the specialization, and both take part in index arithmetic."""
         return self.sizes
 
     @property
@@ -258,21 +259,21 @@ class Bool:
     def __init__(self, value: ir.Value):
         self.value = value
 
-    def _op(self, name: str, other: Bool | bool) -> Bool:
+    def _op(self, name: str, other: Bool | Scalar | bool) -> Bool:
         result: Bool = _builder().bool_op(name, self, other)
         return result
 
-    def __and__(self, other: Bool | bool) -> Bool:
+    def __and__(self, other: Bool | Scalar | bool) -> Bool:
         return self._op("and", other)
 
     __rand__ = __and__
 
-    def __or__(self, other: Bool | bool) -> Bool:
+    def __or__(self, other: Bool | Scalar | bool) -> Bool:
         return self._op("or", other)
 
     __ror__ = __or__
 
-    def __xor__(self, other: Bool | bool) -> Bool:
+    def __xor__(self, other: Bool | Scalar | bool) -> Bool:
         return self._op("xor", other)
 
     __rxor__ = __xor__
@@ -437,7 +438,15 @@ def dtype_name(dtype: Any) -> str:
 # --------------------------------------------------------- index helpers
 
 
-def cdiv(a: IndexLike, b: IndexLike) -> IndexLike:
+@overload
+def cdiv(a: int, b: int) -> int: ...
+
+
+@overload
+def cdiv(a: IndexLike, b: IndexLike) -> Any: ...
+
+
+def cdiv(a: IndexLike, b: IndexLike) -> Any:
     """Ceiling division: ints in Python (a grid size at launch), Index values in the kernel."""
     if isinstance(a, int) and isinstance(b, int):
         return -(-a // b)
@@ -445,7 +454,15 @@ def cdiv(a: IndexLike, b: IndexLike) -> IndexLike:
     return result
 
 
-def minimum(a: IndexLike, b: IndexLike) -> IndexLike:
+@overload
+def minimum(a: int, b: int) -> int: ...
+
+
+@overload
+def minimum(a: IndexLike, b: IndexLike) -> Any: ...
+
+
+def minimum(a: IndexLike, b: IndexLike) -> Any:
     """The smaller of two indices (signed)."""
     if isinstance(a, int) and isinstance(b, int):
         return min(a, b)
@@ -453,7 +470,15 @@ def minimum(a: IndexLike, b: IndexLike) -> IndexLike:
     return result
 
 
-def maximum(a: IndexLike, b: IndexLike) -> IndexLike:
+@overload
+def maximum(a: int, b: int) -> int: ...
+
+
+@overload
+def maximum(a: IndexLike, b: IndexLike) -> Any: ...
+
+
+def maximum(a: IndexLike, b: IndexLike) -> Any:
     """The larger of two indices (signed)."""
     if isinstance(a, int) and isinstance(b, int):
         return max(a, b)

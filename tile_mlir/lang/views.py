@@ -50,6 +50,17 @@ def _layout(strides: Sequence[int], offset: int) -> ir.Attribute:
     return ir.StridedLayoutAttr.get(offset, list(strides))
 
 
+def _canonical(sizes: Sequence[IndexLike], strides: Sequence[int], offset: int
+               ) -> ir.Attribute | None:
+    """The layout reshapes infer: none (the identity) for row-major strides at offset 0."""
+    expected = 1
+    row_major = True
+    for size, stride in zip(reversed(sizes), reversed(strides), strict=True):
+        row_major &= stride == expected
+        expected = _times(expected, size if isinstance(size, int) else STRIDE)
+    return None if row_major and offset == 0 else _layout(strides, offset)
+
+
 # ------------------------------------------------------------------ parameters
 
 
@@ -100,10 +111,12 @@ def _clamp_static(value: int, extent: int) -> int:
     return min(max(value + extent if value < 0 else value, 0), extent)
 
 
-def _size(start: IndexLike, stop: IndexLike, step: int) -> IndexLike:
+def _size(start: IndexLike, stop: IndexLike, step: int, extent: IndexLike) -> IndexLike:
     """Elements of start:stop:step (stop already clamped), never negative."""
     if isinstance(start, int) and isinstance(stop, int):
         return max(-(-(stop - start) // step), 0)
+    if isinstance(start, int) and start == 0 and step == 1 and stop is extent:
+        return extent
     length = builder.index_op("max", _index(stop) - start, 0, False)
     return length if step == 1 else builder.index_op("ceildiv", length, step, False)
 
@@ -132,7 +145,7 @@ def _slice(item: slice, extent: IndexLike, dim: int) -> tuple[IndexLike, IndexLi
             builder.index_op("min", stop, extent, False)
     elif stop is not extent:
         stop = builder.index_op("min", _index(stop), extent, False)
-    return start, _size(start, stop, step), step
+    return start, _size(start, stop, step, extent), step
 
 
 def _pick(item: IndexLike, extent: IndexLike, dim: int) -> IndexLike:
@@ -306,7 +319,7 @@ def _collapse(t: Tensor, groups: list[list[int]]) -> Tensor:
         sizes.append(product if len(group) > 1 else t.sizes[group[0]])
         result_strides.append(strides[inner[-1]])
     result = ir.MemRefType.get([_static(s) for s in sizes], type_.element_type,
-                               _layout(result_strides, offset), type_.memory_space)
+                               _canonical(sizes, result_strides, offset), type_.memory_space)
     with at():
         view = memref.CollapseShapeOp(result, t.value, _reassociation(groups)).result
     return Tensor(view, tuple(sizes), t.dtype, t.space, root=t.root)
@@ -331,7 +344,7 @@ def _expand(t: Tensor, groups: list[list[int]], target: list[IndexLike]) -> Tens
             inner = _times(inner, _static(target[d]))
         result_strides.extend(reversed(group_strides))
     result = ir.MemRefType.get([_static(s) for s in target], type_.element_type,
-                               _layout(result_strides, offset), type_.memory_space)
+                               _canonical(target, result_strides, offset), type_.memory_space)
     with at():
         dynamic, static = _split(target)
         view = memref.ExpandShapeOp(result, t.value, _reassociation(groups), dynamic,
