@@ -139,10 +139,15 @@ def index_compare(predicate: str, a: Index, b: IndexLike) -> Bool:
 
 
 def index_to(a: Index, dtype: str) -> Scalar:
-    if DTYPES[dtype].kind != "int":
-        raise errors.program_error(f"an Index converts to an integer type, not {dtype}")
+    """An index as a number: integers by index_cast, floats through i64."""
+    kind = DTYPES[dtype].kind
+    if kind == "bool":
+        raise errors.program_error("an Index converts to a number type, not bool: compare it")
     with at():
-        return SCALARS[dtype](arith.index_cast(element_type(dtype), a.value))
+        if kind == "int":
+            return SCALARS[dtype](arith.index_cast(element_type(dtype), a.value))
+        wide = arith.index_cast(element_type("i64"), a.value)
+        return SCALARS[dtype](arith.sitofp(element_type(dtype), wide))
 
 
 def bool_value(value: Bool | Scalar | bool) -> ir.Value:

@@ -95,9 +95,10 @@ class Prepared:
         values = self.template.copy()
         for slot, position, below in self.pointers:
             values[slot] = pointers[position] - below
-        for slot, position in self.numbers:
-            values[slot] = args[position]
-        dims = resolve_grid(grid, self.grid, self.dims)
+        if self.numbers:
+            for slot, position in self.numbers:
+                values[slot] = args[position]
+        dims = grid if type(grid) is tuple else resolve_grid(grid, self.grid, self.dims)
         if 0 not in dims:
             self.kernel(*values, grid=dims, stream=self.stream() if stream is None else stream)
         return True

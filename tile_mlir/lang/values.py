@@ -237,7 +237,7 @@ class Index:
                             "with `with tl.if_(cond):`, not a Python `if`")
 
     def to(self, dtype: str | type[Scalar]) -> Scalar:
-        """The index as an integer scalar (i32 or i64)."""
+        """The index as a number of `dtype` (an integer, or a float through i64)."""
         result: Scalar = _builder().index_to(self, dtype_name(dtype))
         return result
 
