@@ -213,7 +213,8 @@ def test_scalars_known_grids_and_errors(fake: Driver, monkeypatch: pytest.Monkey
         scale(Tensor((4, 6), 0x10000, device=-1), y, 0.25)
     with pytest.raises(tl.ArgumentError, match="the kernel does not fix its grid"):
         add(Tensor((8,), 0x10000), Tensor((8,), 0x20000), Tensor((8,), 0x30000))
-    with pytest.raises(tl.ArgumentError, match="a launch needs real ones"):
+    with pytest.raises(tl.ArgumentError, match=r"argument 'x': a tl\.ArrayDesc without a "
+                                                "pointer describes an array"):
         scale(tl.ArrayDesc("f32", (4, 6)), y, 0.25)
 
 
@@ -227,3 +228,18 @@ def test_constexprs_and_empty_grids(fake: Driver, monkeypatch: pytest.MonkeyPatc
     assert [launch.grid[0] for launch in fake.launches] == [4, 8, 4]
     add[GRID](*(Tensor((0,), 0x10000 * k) for k in (1, 2, 3)))
     assert len(fake.launches) == 3  # nothing to do: no launch
+
+
+def test_views_by_address(fake: Driver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ArrayDescs with pointers launch like arrays (the operator library's coalesced views,
+    which no array object stands for), on `stream=` or the default stream."""
+    asked = loaded(monkeypatch, add)
+    a = tl.ArrayDesc("f32", (500,), (2,), pointer=0x10004)
+    b = tl.ArrayDesc("f32", (500,), pointer=0x20000)
+    c = tl.ArrayDesc("f32", (500,), pointer=0x30000)
+    add[GRID](a, b, c)
+    add[GRID](tl.ArrayDesc("f32", (500,), (2,), pointer=0x40004), b, c, stream=9)
+    assert [launch.values for launch in fake.launches] == [
+        [0x10000, 500, 2, 1, 0x20000, 0x30000], [0x40000, 500, 2, 1, 0x20000, 0x30000]]
+    assert [launch.stream for launch in fake.launches] == [0, 9] and len(asked) == 1
+    assert len(add._prepared) == 1

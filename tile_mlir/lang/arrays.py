@@ -26,14 +26,17 @@ _BY_NUMPY = {d.numpy: name for name, d in DTYPES.items()}
 
 @dataclass(frozen=True)
 class ArrayDesc:
-    """An array described, not allocated: dtype name, shape, strides in elements (None:
-    row-major) and, optionally, its address (only its alignment and its overlap with
-    other arrays matter; None: 16-byte aligned, overlapping nothing)."""
+    """An array described by its dtype name, shape, strides in elements (None: row-major)
+    and, optionally, its address. Without an address it specializes and prints kernels
+    (16-byte aligned, overlapping nothing); with one, on `device`, it is also a launch
+    argument: a view of device memory that no array object needs to exist for (the
+    operator library's coalesced views)."""
 
     dtype: str
     shape: tuple[int, ...]
     strides: tuple[int, ...] | None = None
     pointer: int | None = None
+    device: int = 0
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -148,7 +151,8 @@ def _dlpack(obj: Any, where: str) -> Described:
 
 def _desc(d: ArrayDesc, where: str) -> Described:
     return Described(d.dtype, d.shape, d.strides if d.strides is not None else
-                     row_major(d.shape), d.pointer, None, "desc", d)
+                     row_major(d.shape), d.pointer, d.device if d.pointer is not None
+                     else None, "desc", d)
 
 
 def describe(arg: Any, where: str) -> Described | None:

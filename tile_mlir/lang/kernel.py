@@ -390,9 +390,11 @@ class KernelFunction:
 
         values, positions = self._values(args, kwargs)
         bound = specialize(self.info, values)
-        if any(d.kind == "desc" for d in bound.arrays.values()):
-            raise ArgumentError(f"{self.name}(): tl.ArrayDesc describes an array; a launch "
-                                "needs real ones")
+        for n, d in bound.arrays.items():
+            if d.pointer is None and d.kind == "desc":
+                raise ArgumentError(f"argument '{bound.spec.params[n].name}': a tl.ArrayDesc "
+                                    "without a pointer describes an array; a launch needs "
+                                    "one in memory")
         device = _device(bound.arrays)
         kernel = self.kernel(bound.spec, device)
         kinds = [d.kind for d in bound.arrays.values()]

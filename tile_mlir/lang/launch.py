@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.lang.arrays import Described
+from tile_mlir.lang.arrays import ArrayDesc, Described
 from tile_mlir.lang.errors import ArgumentError
 from tile_mlir.lang.spec import Bound, byte_range, kernel_values, misalignment
 
@@ -53,6 +53,10 @@ def fast_key(args: tuple[Any, ...], kwargs: Mapping[str, Any], constants: frozen
         elif kind is ndarray:
             p = a.data.ptr
             parts.append((a.dtype, a.shape, a.strides, p & 15, a.device.id))
+            pointers.append(p)
+        elif kind is ArrayDesc and a.pointer is not None:
+            p = a.pointer
+            parts.append((a.dtype, a.shape, a.strides, p & 15, a.device))
             pointers.append(p)
         elif i in constants:
             parts.append((kind, a))
