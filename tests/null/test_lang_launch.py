@@ -228,6 +228,8 @@ def test_constexprs_and_empty_grids(fake: Driver, monkeypatch: pytest.MonkeyPatc
     assert [launch.grid[0] for launch in fake.launches] == [4, 8, 4]
     add[GRID](*(Tensor((0,), 0x10000 * k) for k in (1, 2, 3)))
     assert len(fake.launches) == 3  # nothing to do: no launch
+    fast_key = importlib.import_module("tile_mlir.lang.launch").fast_key
+    assert fast_key((a,), {"TILE": [1024]}, frozenset(), frozenset({"TILE"})) == (None, [])
 
 
 def test_views_by_address(fake: Driver, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -67,10 +67,12 @@ def fast_key(args: tuple[Any, ...], kwargs: Mapping[str, Any], constants: frozen
         if not constexpr_names.issuperset(kwargs):
             return None, []
         parts.append(tuple(kwargs.items()))
+    key = tuple(parts)
     try:
-        return tuple(parts), pointers
+        hash(key)  # a constexpr given as a list, say: only the general path takes it
     except TypeError:
         return None, []
+    return key, pointers
 
 
 @dataclass
