@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Annotated
 
 import pytest
@@ -146,8 +147,12 @@ def test_repr_is_readable_and_key_complete() -> None:
 def test_argument_errors_name_the_argument(args: tuple[object, ...], kwargs: dict[str, object],
                                            message: str) -> None:
     with pytest.raises(tl.ArgumentError) as info:
-        scale.signature(*args, **kwargs)
+        scale.signature(*args, **kwargs)  # the call
     assert message in str(info.value)
+    head, line = str(info.value).splitlines()[:2]
+    assert head.startswith(f"{Path(__file__).resolve()}:")
+    assert head.split(": error: ", 1)[1].startswith(("argument '", "scale()"))
+    assert line.endswith("# the call") and isinstance(info.value, tl.ProgramError)
     assert info.value.__traceback__ is not None
     assert len(list(_frames(info.value.__traceback__))) <= 2  # no frames from tile_mlir
 

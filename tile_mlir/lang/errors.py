@@ -27,9 +27,13 @@ class ProgramError(Exception):
     """A mistake in a tile program, located at the Python line that made it."""
 
 
-class ArgumentError(TypeError):
-    """A launch argument (or description) that does not fit the kernel's parameter; the
-    message names the parameter."""
+class ArgumentError(ProgramError, TypeError):
+    """An argument (of a launch, or a description) that does not fit the kernel's
+    parameter: the message names the parameter, located at the call that passed it."""
+
+    def __init__(self, message: str):
+        self.reason = message  # without the location
+        super().__init__(located(message))
 
 
 @dataclass(frozen=True)
