@@ -18,6 +18,7 @@ import functools
 import shlex
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from mlir import ir
@@ -160,12 +161,19 @@ def compile(  # noqa: A001 - the natural name; the builtin is not needed here
     cubin: bool = True,
     name: str = "<input>",
     cache: bool = True,
+    request: str | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> Program:
     """Compile tile IR (a .mlir path, IR text or a module) to PTX, and cubins unless told not.
 
     A string that ends in ".mlir" and has no newline is a path; any other string is IR.
     `chip` defaults to the GPU's (sm_90 without one); a kernel that needs arch-specific
     instructions gets the `a` variant (sm_90a). cache=False bypasses the kernel cache.
+
+    `request` names a built module in the kernel cache instead of its IR text: a front
+    end (tile_mlir.lang) that can say what it would build without MLIR finds the result
+    in a process that has no bindings. `sources` are texts, by file name, that error
+    messages quote lines from (the Python file a program was built from).
 
     Raises CompileError with located diagnostics when the IR is wrong.
     """
@@ -176,13 +184,15 @@ def compile(  # noqa: A001 - the natural name; the builtin is not needed here
     else:
         text, path = kernel_cache.source_text(source)  # type: ignore[arg-type]
         name = str(path) if path else name
+    key_text = text if request is None else request
     options = kernel_cache.compile_options(cubin=cubin)
     if cache:
-        hit = kernel_cache.lookup(text, chip, options)
+        hit = kernel_cache.lookup(key_text, chip, options)
         if hit is not None:
             return hit
-    program = _compile(text, module, path=path, name=name, chip=chip, cubin=cubin)
-    return kernel_cache.store(text, chip, options, program) if cache else program
+    program = _compile(text, module, path=path, name=name, chip=chip, cubin=cubin,
+                       sources=sources)
+    return kernel_cache.store(key_text, chip, options, program) if cache else program
 
 
 def _stage_text(module: ir.Module) -> str:
@@ -192,7 +202,8 @@ def _stage_text(module: ir.Module) -> str:
 
 
 def _compile(text: str, module: ir.Module | None, *, path: Path | None, name: str, chip: str,
-             cubin: bool) -> Program:
+             cubin: bool, sources: Mapping[str, str] | None = None) -> Program:
+    quoted = {**(sources or {}), name: text}
     with _lock:
         if module is None:
             module = parse(text, name, _shared_context())
@@ -201,13 +212,13 @@ def _compile(text: str, module: ir.Module | None, *, path: Path | None, name: st
         try:
             kernels = kernel_specs(module)
         except ValueError as e:
-            raise CompileError([Diagnostic("error", str(e))], {name: text}) from None
+            raise CompileError([Diagnostic("error", str(e))], quoted) from None
         chip = specific_chip(chip, stages["tile"])
         staged = pipeline.named_pipelines()[pipeline.DEFAULT_PIPELINE]
         for element, stage in staged.staged():
             steps = _steps(staged.substitute(element, {"chip": chip}), chip)
             if not pipeline.run(module, list(steps), sink):
-                raise CompileError(sink.diagnostics, {name: text},
+                raise CompileError(sink.diagnostics, quoted,
                                    _reproducer(path, stages["tile"], chip))
             stages[stage] = _stage_text(module)
             chip = specific_chip(chip, stages[stage])
