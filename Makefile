@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck pytest lit gpu-test clean
+.PHONY: demo test lint typecheck pytest lit gpu-test gpu-sanitize clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,20 @@ lit: $(STAMP)
 
 gpu-test: $(STAMP)
 	$(BIN)/pytest -q -m gpu
+
+# compute-sanitizer over a subset of the gpu tier that covers every lowering variant and
+# op family (the tests marked `sanitize`): memcheck (out-of-bounds and misaligned
+# accesses), racecheck (shared-memory hazards), synccheck (barrier misuse). Each tool
+# must report 0 errors. Where the package is on PYTHONPATH rather than installed (the
+# lent GPU machines): make gpu-sanitize PYTEST="python3 -m pytest"
+SANITIZER ?= compute-sanitizer
+PYTEST ?= $(BIN)/pytest
+gpu-sanitize:
+	@for tool in memcheck racecheck synccheck; do \
+	  echo "== $(SANITIZER) --tool $$tool"; \
+	  $(SANITIZER) --tool $$tool --error-exitcode 99 --print-limit 20 --target-processes all \
+	    $(PYTEST) -q -p no:cacheprovider -m "gpu and sanitize" tests || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) build *.egg-info lit-tests/Output

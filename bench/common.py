@@ -1,52 +1,21 @@
-"""What the benchmarks share: timing, a markdown table, where results go, the test kernels."""
+"""What the benchmarks share besides timing (bench/timing.py): where results go, a
+markdown table, the machine and software a run was made on."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import platform
 import re
-import statistics
+import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the package and tests/cases.py, uninstalled
-
-
-def per_call_us(fn: Callable[[], object], calls: int, repeats: int,
-                sync: Callable[[], object] = lambda: None) -> list[float]:
-    """Host microseconds per call of `fn`: `repeats` samples, each the mean of `calls`
-    back-to-back calls, with `sync` (e.g. a device synchronize) between samples."""
-    samples = []
-    for _ in range(repeats):
-        sync()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append((time.perf_counter() - start) / calls * 1e6)
-    sync()
-    return samples
-
-
-def once_ms(fn: Callable[[], object], repeats: int,
-            before: Callable[[], object] = lambda: None) -> list[float]:
-    """Milliseconds per call of `fn`, one call a sample, `before` run untimed first."""
-    samples = []
-    for _ in range(repeats):
-        before()
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1e3)
-    return samples
-
-
-def summary(samples: Sequence[float]) -> tuple[float, float, float]:
-    """(median, 10th, 90th percentile)."""
-    ordered = sorted(samples)
-    pick = lambda q: ordered[min(int(q * len(ordered)), len(ordered) - 1)]  # noqa: E731
-    return statistics.median(ordered), pick(0.1), pick(0.9)
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the package and tests/support, uninstalled
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -70,8 +39,57 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
 
 
-def save(name: str, machine: str, text: str) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}-{slug(machine)}.md"
+def save(name: str, machine: str, text: str, results: Path = RESULTS) -> Path:
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"{name}-{slug(machine)}.md"
     path.write_text(text)
     return path
+
+
+def package_version(*names: str, named: bool = False) -> str:
+    """The installed version of the first of `names` found (with its name if `named`),
+    else "absent"."""
+    for name in names:
+        try:
+            version = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        return f"{name} {version}" if named else version
+    return "absent"
+
+
+def driver_version() -> str:
+    """The NVIDIA driver's version (nvidia-smi's), else the CUDA driver API's."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=True)
+        return out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        pass
+    try:
+        from cuda.bindings import driver
+
+        err, version = driver.cuDriverGetVersion()
+        return f"CUDA {version // 1000}.{version % 1000 // 10}" if not err else "unknown"
+    except ImportError:
+        return "unknown"
+
+
+def environment(torch: Any = None) -> dict[str, str]:
+    """What a result depends on: the device, the driver and the software's versions, the
+    host, the date. Without torch (a dry run): the device is named as fake."""
+    env = {"device": "dry run (fake timings, no GPU)", "driver": "none"}
+    if torch is not None:
+        env = {"device": torch.cuda.get_device_name(0), "driver": driver_version()}
+    return env | {
+        "torch": package_version("torch") + (f" (CUDA {torch.version.cuda})" if torch else ""),
+        "triton": package_version("triton"),
+        "cuda-python": package_version("cuda-python", "cuda-bindings", named=True),
+        "python": platform.python_version(),
+        "host": cpu_name(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def environment_line(env: dict[str, str]) -> str:
+    return "; ".join(f"{k}: {v}" for k, v in env.items())

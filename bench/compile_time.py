@@ -2,7 +2,7 @@
 
     python3 bench/compile_time.py [--repeats 20]
 
-For a typical elementwise kernel (tests/cases.py: a 4x1031 fma and a 2048-element
+For a typical elementwise kernel (tests/support/cases.py: a 4x1031 fma and a 2048-element
 add split over 8 CTAs) it measures
 - the first compile in a fresh process (imports, the MLIR context, pipelines),
 - a cold compile in a warm process (cache=False: parse, passes, PTX, ptxas),
@@ -22,7 +22,8 @@ import tempfile
 import textwrap
 import time
 
-from common import ROOT, cpu_name, once_ms, save, summary, table
+from common import ROOT, cpu_name, save, table
+from timing import once_ms, percentiles
 
 
 def _fresh_process_ms(code: str) -> float:
@@ -35,7 +36,7 @@ def _fresh_process_ms(code: str) -> float:
 
 FIRST = textwrap.dedent("""
     import time
-    from cases import Case
+    from support.cases import Case
     source = {case}.mlir()
     start = time.perf_counter()
     import tile_mlir
@@ -72,7 +73,7 @@ def _parts(source: str, repeats: int) -> list[tuple[str, list[float]]]:
 
 
 def measure(name: str, case: str, repeats: int) -> list[tuple[str, str, list[float]]]:
-    from cases import Case  # noqa: F401 - the eval below names it
+    from support.cases import Case  # noqa: F401 - the eval below names it
 
     import tile_mlir
     from tile_mlir.runtime import cache as kernel_cache
@@ -104,7 +105,7 @@ def main() -> None:
         for name, case in (("fma 4x1031 f32", 'Case("fma", (4, 1031), block=128)'),
                            ("add 2048 f32, 8 CTAs", 'Case("add", (2048,), form="rows", split=8)')):
             for kernel, what, samples in measure(name, case, args.repeats):
-                median, low, high = summary(samples)
+                median, low, high = percentiles(samples)
                 rows.append((kernel, what, f"{median:.3f}", f"{low:.3f}", f"{high:.3f}"))
     from tile_mlir.runtime.driver import device_name, gpu_available
 

@@ -1,48 +1,62 @@
-"""Benchmark: tile_mlir.ops' RoPE against vLLM's forward_native in torch (eager and
-torch.compile), TB/s of essential traffic.
+"""Benchmark: tile_mlir.ops' RoPE against vLLM's forward_native written in torch (eager
+and torch.compile), TB/s of essential traffic (bench/harness.py times and reports).
 
-The traffic is what the op must move: query and key read once and written once,
-one position and one cache row per token. Each implementation is timed as
-bench/elementwise.py times ops (CUDA-graph replays over input sets rotated past
-L2, median per call) after its result is checked against float64 (ours) or
-ours (torch's, which rounds every product to the input's type).
+Cases: Llama-3-8B's shapes (32 query heads, 8 key heads, head_dim 128, neox) and
+GPT-J's (16 and 16, head_dim 256, rotary_dim 64, interleaved pairs), bf16 and f16,
+1 to 16384 tokens. Traffic: query and key read once and written once, one position
+(int64) and one cache row per token. Outputs: fresh (forward_native has no out=).
+tile-mlir's result is checked against forward_native's (which rounds every product to
+the input's type, hence the tolerance).
 
-    python3 bench/rope.py                      # Llama-3-8B's shapes, bf16 and f16
-    python3 bench/rope.py --tokens 1,64,4096,16384 --dtypes bf16
-
-It writes bench/results/rope-<device>.md and prints the table.
+    python3 bench/rope.py [--quick] [--cases 'llama.*bf16'] [--dry-run]
 """
 
 from __future__ import annotations
 
-import argparse
-import re
-import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-import torch
-from elementwise import _l2_bytes, time_call
+import harness
+from harness import Benchmark, Built, Call, Case, torch_dtype, torch_module
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tile_mlir import ops  # noqa: E402 - after the path is set
-
-RESULTS = ROOT / "bench" / "results"
-TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 # (name, heads, key_heads, head_dim, rotary_dim, neox)
-MODELS = [
+MODELS = (
     ("llama3-8b neox", 32, 8, 128, 128, True),
     ("gpt-j gptj", 16, 16, 256, 64, False),
-]
+)
+DTYPES = ("bf16", "f16")
+TOKENS = (1, 64, 1024, 4096, 16384)
+MAX_POSITION = 8192
+
+BENCH = Benchmark("rope", "RoPE against vLLM's forward_native",
+                  notes=("torch eager: vLLM's RotaryEmbedding.forward_native formulas "
+                         "(gather, rotate, concatenate); torch.compile: the same",))
+
+Model = tuple[str, int, int, int, int, bool]
+
+
+def traffic(model: Model, tokens: int, dtype: str) -> int:
+    _, heads, key_heads, head_dim, rotary_dim, _ = model
+    size = harness.ITEMSIZE[dtype]
+    return tokens * (heads + key_heads) * head_dim * size * 2 + tokens * (8 + rotary_dim * size)
+
+
+def case(model: Model, tokens: int, dtype: str) -> Case:
+    return Case(f"{model[0]} {dtype} tokens={tokens}", traffic(model, tokens, dtype),
+                lambda: build(model, tokens, dtype), "fresh",
+                {"model": model[0], "dtype": dtype, "tokens": tokens})
+
+
+def plan(quick: bool) -> list[Case]:
+    tokens = (64, 4096) if quick else TOKENS
+    dtypes = ("bf16",) if quick else DTYPES
+    return [case(model, n, dtype) for model in MODELS for dtype in dtypes for n in tokens]
 
 
 def forward_native(query: Any, key: Any, positions: Any, cache: Any, *, rotary_dim: int,
                    neox: bool) -> tuple[Any, Any]:
     """vLLM's RotaryEmbedding.forward_native, as torch code (gather, rotate, concatenate)."""
+    torch = torch_module()
     cos, sin = cache.index_select(0, positions).chunk(2, dim=-1)
     cos, sin = cos.unsqueeze(-2), sin.unsqueeze(-2)
 
@@ -56,71 +70,38 @@ def forward_native(query: Any, key: Any, positions: Any, cache: Any, *, rotary_d
     return rotate(query), rotate(key)
 
 
-def measure(model: tuple[str, int, int, int, int, bool], tokens: int, dtype: str,
-            replays: int) -> list[str]:
-    name, heads, key_heads, head_dim, rotary_dim, neox = model
-    t = TORCH_DTYPES[dtype]
-    itemsize = torch.empty((), dtype=t).element_size()
-    per_set = tokens * (heads + key_heads) * head_dim * itemsize * 2
-    count = max(2, min(64, 3 * _l2_bytes() // max(per_set, 1) + 1))
-    cache = ops.rope_cache("neox", rotary_dim=rotary_dim, max_position=8192, base=10000.0,
-                           like=torch.empty(1, device="cuda", dtype=t))
-    sets = []
-    for _ in range(count):
-        q = torch.randn(tokens, heads, head_dim, device="cuda", dtype=t)
-        k = torch.randn(tokens, key_heads, head_dim, device="cuda", dtype=t)
-        positions = torch.randint(0, 8192, (tokens,), device="cuda")
-        sets.append([q, k, positions])
+def build(model: Model, tokens: int, dtype: str) -> Built:
+    from tile_mlir import ops
+
+    torch = torch_module()
+    _, heads, key_heads, head_dim, rotary_dim, neox = model
+    t = torch_dtype(dtype)
+    cache = ops.rope_cache("neox", rotary_dim=rotary_dim, max_position=MAX_POSITION,
+                           base=10000.0, like=torch.empty(1, device="cuda", dtype=t))
+    q = torch.randn(tokens, heads, head_dim, device="cuda", dtype=t)
+    k = torch.randn(tokens, key_heads, head_dim, device="cuda", dtype=t)
+    positions = torch.randint(0, MAX_POSITION, (tokens,), device="cuda")
     fn = ops.rope_neox if neox else ops.rope_non_neox
-    ours: Callable[..., Any] = lambda q, k, p: fn(q, k, p, cos_sin_cache=cache)  # noqa: E731
-    eager: Callable[..., Any] = lambda q, k, p: forward_native(  # noqa: E731
-        q, k, p, cache, rotary_dim=rotary_dim, neox=neox)
-    compiled = torch.compile(eager)
-    got, want = ours(*sets[0]), eager(*sets[0])
-    for a, b in zip(got, want, strict=True):
-        torch.testing.assert_close(a.float(), b.float(), rtol=2e-2, atol=2e-2)
-    traffic = per_set + tokens * (8 + rotary_dim * itemsize)
-    row = [name, dtype, str(tokens), f"{traffic / 1e6:.2f}"]
-    for impl in (ours, eager, compiled):
-        try:
-            seconds, how = time_call(impl, sets, replays)
-            mark = "" if how == "graph" else "*"
-            row.append(f"{seconds * 1e6:.1f} us / {traffic / seconds / 1e12:.2f}{mark}")
-        except Exception as e:  # noqa: BLE001 - a peer that does not run is reported
-            row.append(f"n/a ({type(e).__name__})")
-    return row
+
+    def eager(q: Any, k: Any, p: Any) -> tuple[Any, Any]:
+        return forward_native(q, k, p, cache, rotary_dim=rotary_dim, neox=neox)
+
+    want = eager(q, k, positions)
+
+    def check(system: str, got: Any) -> None:
+        if system != "eager":
+            for a, b in zip(got, want, strict=True):
+                harness.assert_close(a, b, rtol=2e-2, atol=2e-2)
+
+    return Built({
+        "tile-mlir": Call(fn, (q, k, positions), {"cos_sin_cache": cache}),
+        "eager": Call(eager, (q, k, positions)),
+        "compile": Call(eager, (q, k, positions), compiled=True),
+    }, check)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description="tile_mlir.ops RoPE vs torch")
-    parser.add_argument("--tokens", default="1,64,1024,4096,16384")
-    parser.add_argument("--dtypes", default="bf16,f16")
-    parser.add_argument("--replays", type=int, default=30)
-    args = parser.parse_args()
-    device = torch.cuda.get_device_name(0)
-    header = ["model", "dtype", "tokens", "MB moved", "tile_mlir (us / TB/s)",
-              "torch eager", "torch.compile"]
-    rows = []
-    for model in MODELS:
-        for dtype in args.dtypes.split(","):
-            for tokens in map(int, args.tokens.split(",")):
-                rows.append(measure(model, tokens, dtype, args.replays))
-                print(" | ".join(rows[-1]), flush=True)
-    lines = [f"# RoPE on {device}", "",
-             f"`python3 bench/rope.py {' '.join(sys.argv[1:])}`, torch {torch.__version__}, "
-             f"{time.strftime('%Y-%m-%d')}. Microseconds per call and TB/s of essential "
-             "traffic (query and key read and written once, a position and a cache row per "
-             "token), median of CUDA-graph replays over input sets rotated past L2 (*: a "
-             "plain loop).", "",
-             "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-             *("| " + " | ".join(r) + " |" for r in rows)]
-    slug = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"rope-{slug}.md"
-    path.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    print(f"wrote {path}")
-    return 0
+def main(argv: Sequence[str] | None = None) -> int:
+    return harness.main(BENCH, plan, argv)
 
 
 if __name__ == "__main__":

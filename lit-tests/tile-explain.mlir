@@ -1,6 +1,6 @@
-// --tile-explain without tile-dispatch in the pipeline runs tile-dispatch itself:
-// alone (the IR printed with each op's variant), before the first tile-lower (which
-// would otherwise dispatch silently), or after the other passes.
+// --tile-explain without tile-dispatch in the pipeline runs tile-dispatch itself, at
+// the end: alone (the IR printed with each op's variant) or after the other passes;
+// a pass that needs tile-dispatch (tile-lower) gets an explaining one before it.
 // RUN: tile-opt %s --tile-explain 2>&1 | FileCheck %s
 // RUN: tile-opt %s --tile-lower --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: tile-opt %s -p tile-verify,canonicalize --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK

@@ -1,5 +1,6 @@
 // tile-lower rewrites every tile op with its recorded (or forced) variant;
-// none is left. Ops not yet dispatched are dispatched on the way.
+// none is left. --tile-lower alone runs the passes it requires first (tile-verify,
+// tile-dispatch, tile-barriers, tile-buffers).
 // RUN: tile-opt %s --split-input-file --tile-lower --verify-diagnostics | FileCheck %s
 
 // CHECK-LABEL: gpu.func @lowered

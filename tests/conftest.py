@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from emulated import device  # noqa: F401 - the pretend device, for the null tier's op tests
+from support.emulated import device  # noqa: F401 - the pretend device, for the null tier's op tests
 
 from tile_mlir.runtime.driver import gpu_available
 

@@ -1,4 +1,4 @@
-"""Where the language-neutral data lives: dialect/ and passes/.
+"""Where the language-neutral data lives: dialect/ and pipelines/.
 
 In a source checkout (or an editable install) they sit at the repository root
 beside the package; an installed wheel carries them as the package data
@@ -29,5 +29,5 @@ def dialect_file() -> Path:
 
 @cache
 def pipelines_dir() -> Path:
-    """passes/: the named pass pipelines, one `<name>.pipeline` file each."""
-    return _data_dir("passes", "tile_mlir._pipelines")
+    """pipelines/: the named pass pipelines, one `<name>.pipeline` file each."""
+    return _data_dir("pipelines", "tile_mlir._pipelines")

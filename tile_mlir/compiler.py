@@ -2,10 +2,14 @@
 
     tile --tile-to-gpu--> gpu --gpu-to-nvvm--> llvm --gpu-module-to-binary--> ptx --ptxas--> cubin
 
-The IR text of every stage is kept on the result, with each kernel's
-launch-relevant signature (`KernelSpec`) read off the tile stage. Results go
-through the kernel cache (runtime/cache.py): a request compiled before, in
-this process or another, is loaded instead of compiled.
+The stages are those of the named pipeline pipelines/tile-to-ptx.pipeline (each of
+its elements ends one, `# stage <name>`), run in one loop; the IR text of every
+stage is kept on the result, with each kernel's launch-relevant signature
+(`KernelSpec`) read off the tile stage. The chip is decided once: the one asked
+for, or its arch-specific variant (sm_90 -> sm_90a) as soon as a stage's IR uses
+an instruction that needs it. Results go through the kernel cache
+(runtime/cache.py): a request compiled before, in this process or another, is
+loaded instead of compiled.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import functools
 import shlex
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from mlir import ir
@@ -21,17 +26,15 @@ from mlir.dialects import gpu
 
 from tile_mlir import pipeline
 from tile_mlir.context import PARSED_NAME, new_context, parse
+from tile_mlir.contract import KERNEL_ARG_ALIGN
 from tile_mlir.diagnostics import CompileError, Diagnostic, DiagnosticSink, source_loc
 from tile_mlir.dtypes import by_mlir
-from tile_mlir.lowering.alignment import KERNEL_ARG_ALIGN
-from tile_mlir.lowering.analysis import DYNAMIC, known_block_size
+from tile_mlir.lowering.support.analysis import DYNAMIC, known_block_size
 from tile_mlir.runtime import cache as kernel_cache
-from tile_mlir.runtime.binary import detect_chip, retarget_ptx, specific_chip
+from tile_mlir.runtime.binary import detect_chip, specific_chip
 from tile_mlir.runtime.program import Program
 from tile_mlir.runtime.spec import KernelSpec, Param
 from tile_mlir.toolchain import assemble
-
-STAGES = ("tile", "gpu", "llvm", "ptx", "cubin")
 
 # ------------------------------------------------------------- kernel specs
 
@@ -129,7 +132,8 @@ def kernel_specs(module: ir.Module) -> dict[str, KernelSpec]:
 # ------------------------------------------------------------------ compile
 
 
-def _binaries(module: ir.Module) -> dict[str, str]:
+def binaries(module: ir.Module) -> dict[str, str]:
+    """The PTX (or other object text) of each gpu.binary in the module, by symbol."""
     result = {}
     for binary in _walk(module.operation, "gpu.binary"):
         objects = ir.ArrayAttr(binary.operation.attributes["objects"])
@@ -172,12 +176,19 @@ def compile(  # noqa: A001 - the natural name; the builtin is not needed here
     cubin: bool = True,
     name: str = "<input>",
     cache: bool = True,
+    request: str | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> Program:
     """Compile tile IR (a .mlir path, IR text or a module) to PTX, and cubins unless told not.
 
     A string that ends in ".mlir" and has no newline is a path; any other string is IR.
     `chip` defaults to the GPU's (sm_90 without one); a kernel that needs arch-specific
     instructions gets the `a` variant (sm_90a). cache=False bypasses the kernel cache.
+
+    `request` names a built module in the kernel cache instead of its IR text: a front
+    end (tile_mlir.lang) that can say what it would build without MLIR finds the result
+    in a process that has no bindings. `sources` are texts, by file name, that error
+    messages quote lines from (the Python file a program was built from).
 
     Raises CompileError with located diagnostics when the IR is wrong.
     """
@@ -188,17 +199,26 @@ def compile(  # noqa: A001 - the natural name; the builtin is not needed here
     else:
         text, path = kernel_cache.source_text(source, name)  # type: ignore[arg-type]
         name = str(path) if path else name
+    key_text = text if request is None else request
     options = kernel_cache.compile_options(cubin=cubin)
     if cache:
-        hit = kernel_cache.lookup(text, chip, options)
+        hit = kernel_cache.lookup(key_text, chip, options)
         if hit is not None:
             return hit
-    program = _compile(text, module, path=path, name=name, chip=chip, cubin=cubin)
-    return kernel_cache.store(text, chip, options, program) if cache else program
+    program = _compile(text, module, path=path, name=name, chip=chip, cubin=cubin,
+                       sources=sources)
+    return kernel_cache.store(key_text, chip, options, program) if cache else program
+
+
+def _stage_text(module: ir.Module) -> str:
+    """What a stage keeps: the module's IR, or the PTX once it is gpu.binary ops."""
+    objects = binaries(module)
+    return "\n".join(objects.values()) if objects else str(module)
 
 
 def _compile(text: str, module: ir.Module | None, *, path: Path | None, name: str, chip: str,
-             cubin: bool) -> Program:
+             cubin: bool, sources: Mapping[str, str] | None = None) -> Program:
+    quoted = {**(sources or {}), name: text}
     with _lock:
         if module is None:
             module = parse(text, name, _shared_context())
@@ -208,21 +228,18 @@ def _compile(text: str, module: ir.Module | None, *, path: Path | None, name: st
             kernels = kernel_specs(module)
         except ArgumentError as e:
             loc = source_loc(e.location, sink.rename)
-            raise CompileError([Diagnostic("error", str(e), loc)], {name: text}) from None
-        for stage, steps_text in (("gpu", "tile-to-gpu"), ("llvm", "gpu-to-nvvm"),
-                                  ("ptx", "gpu-module-to-binary{format=isa}")):
-            if stage == "llvm":  # sm_90 -> sm_90a when the gpu stage uses wgmma & co.
-                chip = specific_chip(chip, stages["gpu"])
-            if not pipeline.run(module, list(_steps(steps_text, chip)), sink):
-                raise CompileError(sink.diagnostics, {name: text},
+            raise CompileError([Diagnostic("error", str(e), loc)], quoted) from None
+        chip = specific_chip(chip, stages["tile"])
+        staged = pipeline.named_pipelines()[pipeline.DEFAULT_PIPELINE]
+        for element, stage in staged.staged():
+            steps = _steps(staged.substitute(element, {"chip": chip}), chip)
+            if not pipeline.run(module, list(steps), sink):
+                raise CompileError(sink.diagnostics, quoted,
                                    _reproducer(path, stages["tile"], chip))
-            stages[stage] = str(module) if stage != "ptx" else ""
-        ptx = _binaries(module)
-    target = specific_chip(chip, "".join(ptx.values()))
-    if target != chip:
-        ptx = {m: retarget_ptx(text_, target) for m, text_ in ptx.items()}
-    stages["ptx"] = "\n".join(ptx.values())
-    result = Program(target, kernels, ptx, {}, stages)
+            stages[stage] = _stage_text(module)
+            chip = specific_chip(chip, stages[stage])
+        ptx = binaries(module)
+    result = Program(chip, kernels, ptx, {}, stages)
     if cubin:
-        result.cubin = {m: assemble(text_, target) for m, text_ in ptx.items()}
+        result.cubin = {m: assemble(text_, chip) for m, text_ in ptx.items()}
     return result

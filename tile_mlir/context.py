@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 
 from mlir import ir
 
+from tile_mlir import segments
 from tile_mlir.diagnostics import CompileError, Diagnostic, SourceLoc, check_text, from_mlir_error
 from tile_mlir.dialects import tile
 
@@ -24,6 +26,10 @@ def new_context() -> ir.Context:
 def parse(text: str, name: str, context: ir.Context) -> ir.Module:
     """Parse IR; a syntax or verifier error raises CompileError located in `name`.
 
+    tile.elementwise ops written without operandSegmentSizes get it first
+    (tile_mlir.segments): lines stay where they are, and the columns of errors on a
+    line that got the attribute are those of `text`.
+
     Three inputs are caught here because MLIR mishandles them: brackets nested
     thousands deep overflow the parser's stack (a segfault), a generic op named
     only by a dialect (`"tile"(...)`, `"arith."(...)`) aborts the process, and a
@@ -34,12 +40,29 @@ def parse(text: str, name: str, context: ir.Context) -> ir.Module:
     if refused:
         raise CompileError([refused], {name: text})
     try:
-        return ir.Module.parse(text, context)
+        filled = segments.fill(text)
+    except segments.SegmentError as e:
+        found = [Diagnostic("error", p.message, SourceLoc(name, p.line, p.col))
+                 for p in e.problems]
+        raise CompileError(found, {name: text}) from None
+    try:
+        return ir.Module.parse(filled.text, context)
     except ir.MLIRError as e:
-        diagnostics = from_mlir_error(e, {PARSED_NAME: name})
+        found = from_mlir_error(e, {PARSED_NAME: name})
         if not e.error_diagnostics:
-            diagnostics = [_custom_form(text, name) or diagnostics[0]]
-        raise CompileError(diagnostics, {name: text}) from None
+            found = [_custom_form(text, name) or found[0]]
+        elif filled.insertions:
+            found = [_in_source(d, name, filled) for d in found]
+        raise CompileError(found, {name: text}) from None
+
+
+def _in_source(diagnostic: Diagnostic, name: str, filled: segments.Filled) -> Diagnostic:
+    """The diagnostic with columns of the filled text mapped back to the source."""
+    loc = diagnostic.loc
+    if loc is not None and loc.file == name:
+        loc = SourceLoc(name, loc.line, filled.column(loc.line, loc.col))
+    notes = tuple(_in_source(n, name, filled) for n in diagnostic.notes)
+    return dataclasses.replace(diagnostic, loc=loc, notes=notes)
 
 
 # Comments and string literals, as MLIR's lexer sees them.

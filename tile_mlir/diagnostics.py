@@ -119,9 +119,6 @@ class DiagnosticSink:
     def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
         self.diagnostics.extend(diagnostics)
 
-    @property
-    def has_errors(self) -> bool:
-        return any(d.severity == "error" for d in self.diagnostics)
 
 
 class CompileError(Exception):

@@ -2,7 +2,7 @@
 
 A pipeline is MLIR's textual form (`a,b{opt=1},gpu.module(c)`), whose
 elements may also be tile passes (`tile-lower`) or the named pipelines kept as
-data in passes/<name>.pipeline (`tile-to-ptx{chip=sm_80}`), expanded in place.
+data in pipelines/<name>.pipeline (`tile-to-ptx{chip=sm_80}`), expanded in place.
 The result is one upstream PassManager with the tile passes added as Python
 passes, so IR printing, timing and failure handling work across both.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -39,20 +39,31 @@ class NamedPipeline:
     params: dict[str, str]  # parameter -> default
     elements: tuple[str, ...]  # pipeline elements, `$param` not yet substituted
     path: Path
+    stages: tuple[str, ...] = ()  # per element: the stage it ends (`# stage <name>`), or ""
+
+    def substitute(self, element: str, values: Mapping[str, str]) -> str:
+        """One element with its `$parameters` replaced by `values` (defaults elsewhere)."""
+        merged = {**self.params, **values}
+
+        def sub(m: re.Match[str]) -> str:
+            return merged.get(m.group(1) or m.group(2), m.group(0))
+
+        return _PARAM.sub(sub, element)
 
     def expand_text(self, values: Mapping[str, str]) -> str:
         """The elements with parameters substituted, joined as one pipeline."""
-        def sub(m: re.Match[str]) -> str:
-            return values.get(m.group(1) or m.group(2), m.group(0))
+        return ",".join(self.substitute(e, values) for e in self.elements)
 
-        return ",".join(_PARAM.sub(sub, e) for e in self.elements)
+    def staged(self) -> list[tuple[str, str]]:
+        """(element, stage name) for each element that ends a stage, in order."""
+        return [(e, s) for e, s in zip(self.elements, self.stages, strict=True) if s]
 
 
 _PARAM = re.compile(r"\$\{([\w-]+)\}|\$([\w-]+)")
 
 
 def _read_pipeline(path: Path) -> NamedPipeline:
-    summary, params, elements = "", {}, []
+    summary, params, elements, stages = "", {}, [], []
     for raw in path.read_text().splitlines():
         line, _, comment = raw.partition("#")
         comment = comment.strip()
@@ -64,12 +75,14 @@ def _read_pipeline(path: Path) -> NamedPipeline:
             summary = comment.split(":", 1)[-1].strip()
         if line.strip():
             elements.append(line.strip())
-    return NamedPipeline(path.stem, summary, params, tuple(elements), path)
+            stages.append(comment.removeprefix("stage ").strip()
+                          if comment.startswith("stage ") else "")
+    return NamedPipeline(path.stem, summary, params, tuple(elements), path, tuple(stages))
 
 
 @cache
 def named_pipelines() -> dict[str, NamedPipeline]:
-    """The pipelines in passes/, by name."""
+    """The pipelines in pipelines/, by name."""
     return {p.stem: _read_pipeline(p) for p in sorted(pipelines_dir().glob("*.pipeline"))}
 
 
@@ -136,18 +149,44 @@ class Expander:
     params: Mapping[str, str] = field(default_factory=dict)  # e.g. chip from --chip
     pass_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def expand(self, text: str, depth: int = 0) -> list[Step]:
+    def expand(self, text: str, done: Iterable[str] = ()) -> list[Step]:
+        """The steps of a pipeline text, with the tile passes' requirements (REQUIRES) that
+        it lacks added in front of the pass that needs them; those in `done` (tile passes
+        that run before these steps) are not added again."""
+        return self._with_requirements(self._expand(text, 0), set(done))
+
+    def _expand(self, text: str, depth: int) -> list[Step]:
         if depth > 16:
             raise PipelineError("named pipelines nest too deeply (a cycle?)")
         elements = split_top_level(text.strip())
         if len(elements) == 1:
             name, _, nested = _parse_element(elements[0])
             if name in ("builtin.module", "any") and nested is not None:
-                return self.expand(nested, depth + 1)
+                return self._expand(nested, depth + 1)
         steps: list[Step] = []
         for element in elements:
             steps.extend(self._element(element, depth))
         return steps
+
+    def _with_requirements(self, steps: list[Step], done: set[str]) -> list[Step]:
+        out: list[Step] = []
+
+        def need(name: str) -> None:
+            if name in done:
+                return
+            cls = passes.get(name)
+            for required in cls.REQUIRES:
+                need(required)
+            out.append(Step(tile=cls(**self.pass_options.get(name, {}))))
+            done.add(name)
+
+        for step in steps:
+            if step.tile is not None:
+                for required in step.tile.REQUIRES:
+                    need(required)
+                done.add(step.tile.NAME)
+            out.append(step)
+        return out
 
     def _element(self, element: str, depth: int) -> list[Step]:
         name, opts, nested = _parse_element(element)
@@ -169,7 +208,7 @@ class Expander:
                 raise PipelineError(f"pipeline {name} has no parameter {', '.join(unknown)} "
                                     f"(parameters: {', '.join(named.params) or 'none'})")
             values.update(given)
-            return self.expand(named.expand_text(values), depth + 1)
+            return self._expand(named.expand_text(values), depth + 1)
         if nested is not None:
             self._reject_nested_tile(name, nested)
         _check_upstream(element)

@@ -54,11 +54,6 @@ def find_ptxas() -> Path:
     )
 
 
-def toolkit_root() -> Path:
-    """The toolkit directory holding bin/ptxas (for gpu-module-to-binary's toolkit=)."""
-    return find_ptxas().parent.parent
-
-
 def assemble(ptx: str, chip: str = DEFAULT_CHIP, opt_level: int = 3) -> bytes:
     """Assemble PTX into a cubin for `chip` (sm_90, sm_90a, ...)."""
     ptxas = find_ptxas()

@@ -1,4 +1,5 @@
-// Barriers between tile ops that share memory (lowering/sync.py), at the needed scope.
+// Barriers between tile ops that share memory (tile-barriers, lowering/support/sync.py), at
+// the needed scope.
 // RUN: tile-opt %s --split-input-file --tile-lower | FileCheck %s
 
 // Write then read one shared tile: a CTA barrier between; a barrier the user wrote

@@ -45,10 +45,6 @@ def _dialect_source() -> str:
     return dialect_file().read_text()
 
 
-def is_tile_op(op: ir.Operation | ir.OpView) -> bool:
-    return op.operation.name in OP_NAMES
-
-
 # ------------------------------------------------------------------ layouts
 
 _LAYOUT_TEXT = re.compile(r'^#tile\.layout<"((?:[^"\\]|\\.)*)">$')

@@ -1,12 +1,23 @@
 """Lowering variants: for each tile op, several ways to lower it, tried by priority.
 
-A variant is a module of its own under `lowering/<op>/<variant>.py`, whose
-docstring says when it applies. It registers a `Variant`: a name, a priority,
-a predicate that answers `(True, "")` or `(False, reason)`, and a lowering
-that builds the op's replacement at the op (tile-lower sets the insertion
-point and location, and erases the op afterwards). `tile-dispatch` asks the predicates in priority
-order and records the first that accepts on the op (`variant = "<name>"`);
-`tile-lower` runs that variant's lowering.
+The rooms of lowering/:
+- variants/<op>/<variant>.py: one module per variant (tile.copy -> copy/, tile.elementwise
+  -> elementwise/, tile.reduce -> reduce/), whose docstring says when it applies. It
+  registers a `Variant`: a name, a priority, a predicate that answers `(True, "")` or
+  `(False, reason)` (variants/predicates.py holds the questions they share), and a
+  lowering that builds the op's replacement at the op (tile-lower sets the insertion
+  point and location, and erases the op afterwards).
+- schedules/: how the variants divide an op's elements among threads: the partition
+  synthesized from the scope (synthesized.py, seed 000), the one induced by a register
+  layout (induced.py, seed 003), the reductions (reduction.py: the shared pieces; rows.py,
+  columns.py, registers.py).
+- support/: IR helpers: decoding an op (analysis.py), addressing operands (access.py),
+  alignment facts (alignment.py), loads, stores, conversions and row bodies (compute.py),
+  small builders (emit.py), storage of tile.alloc buffers (buffers.py) and barriers
+  (sync.py).
+
+`tile-dispatch` asks the predicates in priority order and records the first that
+accepts on the op (`variant = "<name>"`); `tile-lower` runs that variant's lowering.
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-from tile_mlir.lowering.analysis import OpInfo
+from tile_mlir.lowering.support.analysis import OpInfo
 
 Verdict = tuple[bool, str]
 ACCEPT: Verdict = (True, "")
@@ -32,22 +43,22 @@ class Variant:
     name: str
     priority: int
     check: Callable[[OpInfo], Verdict]
-    lower: Callable[[OpInfo], None]
+    lower: Callable[[OpInfo], object]
     summary: str = ""
 
 
 # The variant modules, imported on first use; each registers itself.
 _MODULES = (
-    "tile_mlir.lowering.elementwise.gmem",
-    "tile_mlir.lowering.elementwise.smem",
-    "tile_mlir.lowering.elementwise.reg",
-    "tile_mlir.lowering.elementwise.mem",
-    "tile_mlir.lowering.copy.gmem_smem",
-    "tile_mlir.lowering.copy.reg",
-    "tile_mlir.lowering.reduce.shared",
-    "tile_mlir.lowering.reduce.gmem",
-    "tile_mlir.lowering.reduce.local",
-    "tile_mlir.lowering.reduce.columns",
+    "tile_mlir.lowering.variants.elementwise.gmem",
+    "tile_mlir.lowering.variants.elementwise.smem",
+    "tile_mlir.lowering.variants.elementwise.reg",
+    "tile_mlir.lowering.variants.elementwise.mem",
+    "tile_mlir.lowering.variants.copy.gmem_smem",
+    "tile_mlir.lowering.variants.copy.reg",
+    "tile_mlir.lowering.variants.reduce.shared",
+    "tile_mlir.lowering.variants.reduce.gmem",
+    "tile_mlir.lowering.variants.reduce.local",
+    "tile_mlir.lowering.variants.reduce.columns",
 )
 
 _REGISTRY: dict[str, list[Variant]] = {}

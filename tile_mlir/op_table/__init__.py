@@ -48,9 +48,9 @@ from tile_mlir.dtypes import (
     opmath,
     promote_types,
 )
-from tile_mlir.op_table import bodies as b
 from tile_mlir.op_table import refs as r
-from tile_mlir.op_table.bodies import Body
+from tile_mlir.op_table.lazy import Body
+from tile_mlir.op_table.lazy import bodies as b
 from tile_mlir.op_table.refs import Reference
 
 F = LIBRARY_FLOATS  # f32, f16, bf16, f8e4m3, f8e5m2

@@ -12,82 +12,45 @@ one (remainder and floor_divide's sign rules, lerp's two-sided formula with
 its fused multiply-adds, sign(NaN) = 0, nan_to_num's three replacements), so
 that results are bit for bit torch's where the arithmetic is exact.
 
-MLIR is imported on first use, so the registry (and the operator library's
-front end) imports without the bindings.
+This module imports MLIR; the registry (op_table/__init__.py) names its bodies
+through op_table/lazy.py, so that it imports without the bindings and builds a
+body only when a lowering asks for one.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import cached_property
-from typing import Any
 
-Value = Any  # ir.Value: the bodies are untyped builders over the generated dialect modules
-Type = Any  # ir.Type
-Body = Callable[..., Value]  # (args, ty) -> Value; rows with `storage` take storage=name
+from mlir import ir
+from mlir.dialects import arith, llvm, vector
+from mlir.dialects import math as mlir_math
 
+from tile_mlir.lowering.support import emit
 
-class _Dialects:
-    """The dialect modules, imported when the first body is built."""
+Value = ir.Value
+Type = ir.Type
+Body = Callable[..., ir.Value]  # (args, ty) -> Value; rows with `storage` take storage=name
 
-    @cached_property
-    def ir(self) -> Any:
-        from mlir import ir
-
-        return ir
-
-    @cached_property
-    def arith(self) -> Any:
-        from mlir.dialects import arith
-
-        return arith
-
-    @cached_property
-    def math(self) -> Any:
-        from mlir.dialects import math
-
-        return math
-
-    @cached_property
-    def llvm(self) -> Any:
-        from mlir.dialects import llvm
-
-        return llvm
-
-    @cached_property
-    def vector(self) -> Any:
-        from mlir.dialects import vector
-
-        return vector
-
-    @cached_property
-    def emit(self) -> Any:
-        from tile_mlir.lowering import emit
-
-        return emit
-
-
-D = _Dialects()
 
 # ------------------------------------------------------------------ types
 
 
 def kind(ty: Type) -> str:
     """'float', 'int' or 'bool' for a compute type (scalar or vector)."""
-    elem = D.emit.element_type(ty)
-    if isinstance(elem, D.ir.IntegerType):
-        return "bool" if D.ir.IntegerType(elem).width == 1 else "int"
+    elem = emit.element_type(ty)
+    if isinstance(elem, ir.IntegerType):
+        return "bool" if ir.IntegerType(elem).width == 1 else "int"
     return "float"
 
 
 def predicate_type(ty: Type) -> Type:
     """i1 of the shape of `ty`."""
-    return D.emit.with_element_type(ty, D.ir.IntegerType.get_signless(1))
+    return emit.with_element_type(ty, ir.IntegerType.get_signless(1))
 
 
 def const(ty: Type, value: float | int | bool) -> Value:
-    return D.emit.const(ty, value)
+    return emit.const(ty, value)
 
 
 def _all_ones(ty: Type) -> Value:
@@ -104,7 +67,6 @@ _BOOL_CMP = {"eq": "eq", "ne": "ne", "gt": "ugt", "lt": "ult", "ge": "uge", "le"
 def compare(how: str, a: Value, b: Value) -> Value:
     """a <how> b: ordered float predicates (NaN compares false) except `ne`, which is
     unordered (NaN != x holds), as in C; signed for integers, unsigned for bools."""
-    arith = D.arith
     kind_ = kind(a.type)
     if kind_ == "float":
         return arith.cmpf(getattr(arith.CmpFPredicate, _FLOAT_CMP[how]), a, b)
@@ -132,14 +94,14 @@ def by_kind(float_op: str, int_op: str, bool_op: str | None = None) -> Body:
         kind_ = kind(ty)
         name = float_op if kind_ == "float" else (bool_op or int_op) if kind_ == "bool" \
             else int_op
-        return getattr(D.arith, name)(*args)
+        return getattr(arith, name)(*args)
 
     return body
 
 
 def math_op(name: str) -> Body:
     """A math-dialect function of floats (lowered to libdevice or an LLVM intrinsic)."""
-    return lambda args, _: getattr(D.math, name)(*args)
+    return lambda args, _: getattr(mlir_math, name)(*args)
 
 
 def rounding(name: str) -> Body:
@@ -147,7 +109,7 @@ def rounding(name: str) -> Body:
     cvt.rmi, cvt.rpi, cvt.rni, cvt.rzi) on floats, the identity on integers (torch
     returns integer tensors unchanged from floor, ceil, round and trunc)."""
     def body(args: list[Value], ty: Type) -> Value:
-        return D.emit.intrinsic(f"llvm.{name}", args) if kind(ty) == "float" else args[0]
+        return emit.intrinsic(f"llvm.{name}", args) if kind(ty) == "float" else args[0]
 
     return body
 
@@ -155,29 +117,29 @@ def rounding(name: str) -> Body:
 def sqrt(args: list[Value], _: Type) -> Value:
     # llvm.sqrt is the correctly rounded sqrt.rn; math.sqrt would go through
     # libdevice's __nv_sqrtf, which is sqrt.approx unless prec-sqrt is set.
-    return D.emit.intrinsic("llvm.sqrt", args)
+    return emit.intrinsic("llvm.sqrt", args)
 
 
 def reciprocal(args: list[Value], ty: Type) -> Value:
-    return D.arith.divf(const(ty, 1.0), args[0])
+    return arith.divf(const(ty, 1.0), args[0])
 
 
 def abs_(args: list[Value], ty: Type) -> Value:
     x = args[0]
     if kind(ty) == "float":
-        return D.math.absf(x)
-    return D.arith.select(compare("lt", x, const(ty, 0)), neg(args, ty), x)
+        return mlir_math.absf(x)
+    return arith.select(compare("lt", x, const(ty, 0)), neg(args, ty), x)
 
 
 def neg(args: list[Value], ty: Type) -> Value:
     if kind(ty) == "float":
-        return D.arith.negf(args[0])
-    return D.arith.subi(const(ty, 0), args[0])
+        return arith.negf(args[0])
+    return arith.subi(const(ty, 0), args[0])
 
 
 def sign(args: list[Value], ty: Type) -> Value:
     """(0 < x) - (x < 0): 0 for NaN and for either zero, as torch's signum."""
-    arith, x = D.arith, args[0]
+    x = args[0]
     zero = const(ty, 0)
     negative = arith.select(compare("lt", x, zero), const(ty, -1), zero)
     return arith.select(compare("gt", x, zero), const(ty, 1), negative)
@@ -187,13 +149,12 @@ def add_alpha(args: list[Value], ty: Type) -> Value:
     """a + alpha * b, which torch's CUDA kernel computes as one fma for floats."""
     a, b, alpha = args
     if kind(ty) == "float":
-        return D.math.fma(alpha, b, a)
-    return D.arith.addi(a, D.arith.muli(alpha, b))
+        return mlir_math.fma(alpha, b, a)
+    return arith.addi(a, arith.muli(alpha, b))
 
 
 def remainder(args: list[Value], ty: Type) -> Value:
     """Python's modulo: the remainder takes the divisor's sign (torch.remainder)."""
-    arith = D.arith
     a, b = args
     zero = const(ty, 0)
     is_float = kind(ty) == "float"
@@ -206,35 +167,34 @@ def remainder(args: list[Value], ty: Type) -> Value:
 def div_trunc(args: list[Value], ty: Type) -> Value:
     """Division rounded toward zero: trunc(a / b) for floats, C's a / b for integers."""
     if kind(ty) == "float":
-        return D.emit.intrinsic("llvm.trunc", [D.arith.divf(*args)])
-    return D.arith.divsi(*args)
+        return emit.intrinsic("llvm.trunc", [arith.divf(*args)])
+    return arith.divsi(*args)
 
 
 def floor_divide(args: list[Value], ty: Type, storage: str | None = None) -> Value:
     a, b = args
     if kind(ty) != "float":
         return _floor_divide_int(a, b, ty)
-    return _floor_divide_float(a, b, D.arith.divf, ty, storage)
+    return _floor_divide_float(a, b, arith.divf, ty, storage)
 
 
 def floor_divide_scalar(args: list[Value], ty: Type, storage: str | None = None) -> Value:
     """floor_divide by a number b, given with its reciprocal: torch's kernel for a CPU
     scalar divisor multiplies by 1/b (rounded to float) where the other divides by b."""
     a, b, inverse = args
-    return _floor_divide_float(a, b, lambda x, _: D.arith.mulf(x, inverse), ty, storage)
+    return _floor_divide_float(a, b, lambda x, _: arith.mulf(x, inverse), ty, storage)
 
 
 def signbit(x: Value) -> Value:
     """Whether a float's sign bit is set (-0.0 and negative NaNs included)."""
     ty = x.type
-    bits = D.ir.FloatType(D.emit.element_type(ty)).width
-    ints = D.emit.with_element_type(ty, D.ir.IntegerType.get_signless(bits))
-    return compare("lt", D.arith.bitcast(ints, x), const(ints, 0))
+    bits = ir.FloatType(emit.element_type(ty)).width
+    ints = emit.with_element_type(ty, ir.IntegerType.get_signless(bits))
+    return compare("lt", arith.bitcast(ints, x), const(ints, 0))
 
 
 def _floor_divide_int(a: Value, b: Value, ty: Type) -> Value:
     """Truncating division, one less where the signs differ and it was inexact."""
-    arith = D.arith
     zero = const(ty, 0)
     quotient, rem = arith.divsi(a, b), arith.remsi(a, b)
     differ = arith.xori(compare("lt", a, zero), compare("lt", b, zero))
@@ -248,14 +208,13 @@ def _floor_divide_float(a: Value, b: Value, divide: Callable[[Value, Value], Val
     rounded to the nearest integer; IEEE a / b when b is 0; a signed zero for zero.
     torch keeps the floor in the result's type (scalar_t): `storage`, when narrower than
     ty, rounds it there (which matters past 2048 for f16, 256 for bf16)."""
-    arith = D.arith
     zero, one = const(ty, 0.0), const(ty, 1.0)
     mod = arith.remf(a, b)
     quotient = divide(arith.subf(a, mod), b)
     differ = arith.xori(compare("lt", b, zero), compare("lt", mod, zero))
     down = arith.andi(compare("ne", mod, zero), differ)
     quotient = arith.select(down, arith.subf(quotient, one), quotient)
-    floor = _in_storage(D.emit.intrinsic("llvm.floor", [quotient]), storage)
+    floor = _in_storage(emit.intrinsic("llvm.floor", [quotient]), storage)
     up = compare("gt", arith.subf(quotient, floor), const(ty, 0.5))
     floor = arith.select(up, _in_storage(arith.addf(floor, one), storage), floor)
     true_quotient = divide(a, b)
@@ -267,19 +226,19 @@ def _floor_divide_float(a: Value, b: Value, divide: Callable[[Value, Value], Val
 def _in_storage(x: Value, storage: str | None) -> Value:
     """x (of the compute type) rounded to the `storage` type and back."""
     from tile_mlir.dtypes import DTYPES, by_mlir
-    from tile_mlir.lowering.compute import convert
+    from tile_mlir.lowering.support.compute import convert
 
-    compute = by_mlir(str(D.emit.element_type(x.type)))
+    compute = by_mlir(str(emit.element_type(x.type)))
     if storage is None or storage == compute.name:
         return x
-    vec = D.ir.VectorType(x.type).shape[0] if isinstance(x.type, D.ir.VectorType) else 1
+    vec = ir.VectorType(x.type).shape[0] if isinstance(x.type, ir.VectorType) else 1
     return convert(convert(x, compute, DTYPES[storage], vec), DTYPES[storage], compute, vec)
 
 
 def pow_(args: list[Value], ty: Type) -> Value:
     base, exponent = args
     if kind(ty) == "float":
-        return D.math.powf(base, exponent)
+        return mlir_math.powf(base, exponent)
     return _pow_int(base, exponent, ty)
 
 
@@ -289,10 +248,9 @@ def pow_scalar(args: list[Value], ty: Type) -> Value:
     reciprocal, which the library calls instead)."""
     if kind(ty) != "float":
         return pow_(args, ty)
-    arith = D.arith
     base, exponent = args
     square = arith.mulf(base, base)
-    result = D.math.powf(base, exponent)
+    result = mlir_math.powf(base, exponent)
     for value, special in ((-2.0, reciprocal([square], ty)), (3.0, arith.mulf(square, base)),
                            (2.0, square)):
         result = arith.select(compare("eq", exponent, const(ty, value)), special, result)
@@ -302,8 +260,7 @@ def pow_scalar(args: list[Value], ty: Type) -> Value:
 def _pow_int(base: Value, exponent: Value, ty: Type) -> Value:
     """Square and multiply over every exponent bit (wrapping, as C integers do); a
     negative exponent gives 1 for base 1, +-1 for base -1 and 0 otherwise (torch's powi)."""
-    arith = D.arith
-    bits = D.ir.IntegerType(D.emit.element_type(ty)).width
+    bits = ir.IntegerType(emit.element_type(ty)).width
     one, zero = const(ty, 1), const(ty, 0)
     result, square, rest = one, base, exponent
     for _ in range(bits - 1):
@@ -322,12 +279,11 @@ def _pow_int(base: Value, exponent: Value, ty: Type) -> Value:
 def lerp(args: list[Value], ty: Type) -> Value:
     """start + w * (end - start) for |w| < 0.5, else end - (end - start) * (1 - w): torch's
     formula, each side one fma as nvcc contracts it."""
-    arith, math = D.arith, D.math
     start, end, weight = args
     diff = arith.subf(end, start)
-    small = compare("lt", math.absf(weight), const(ty, 0.5))
-    low = math.fma(weight, diff, start)
-    high = math.fma(arith.negf(diff), arith.subf(const(ty, 1.0), weight), end)
+    small = compare("lt", mlir_math.absf(weight), const(ty, 0.5))
+    low = mlir_math.fma(weight, diff, start)
+    high = mlir_math.fma(arith.negf(diff), arith.subf(const(ty, 1.0), weight), end)
     return arith.select(small, low, high)
 
 
@@ -350,19 +306,19 @@ def clamp(args: list[Value], ty: Type) -> Value:
 
 def arith_op(name: str) -> Body:
     """One arith op on the inputs as they are (andi, ori, xori, divf...)."""
-    return lambda args, _: getattr(D.arith, name)(*args)
+    return lambda args, _: getattr(arith, name)(*args)
 
 
 def bitwise_not(args: list[Value], ty: Type) -> Value:
-    return D.arith.xori(args[0], _all_ones(ty))
+    return arith.xori(args[0], _all_ones(ty))
 
 
 def logical_not(args: list[Value], _: Type) -> Value:
-    return D.arith.xori(truth(args[0]), _all_ones(predicate_type(args[0].type)))
+    return arith.xori(truth(args[0]), _all_ones(predicate_type(args[0].type)))
 
 
 def logical(name: str) -> Body:
-    return lambda args, _: getattr(D.arith, name)(truth(args[0]), truth(args[1]))
+    return lambda args, _: getattr(arith, name)(truth(args[0]), truth(args[1]))
 
 
 # ------------------------------------------------------------------ special
@@ -370,12 +326,12 @@ def logical(name: str) -> Body:
 
 def where(args: list[Value], _: Type) -> Value:
     condition, x, y = args
-    return D.arith.select(truth(condition), x, y)
+    return arith.select(truth(condition), x, y)
 
 
 def masked_fill(args: list[Value], _: Type) -> Value:
     x, mask, value = args
-    return D.arith.select(truth(mask), value, x)
+    return arith.select(truth(mask), value, x)
 
 
 def nan_to_num(args: list[Value], ty: Type) -> Value:
@@ -383,7 +339,6 @@ def nan_to_num(args: list[Value], ty: Type) -> Value:
     x, nan, posinf, neginf = args
     if kind(ty) != "float":
         return x
-    arith = D.arith
     inf = const(ty, float("inf"))
     result = arith.select(compare("eq", x, inf), posinf, x)
     result = arith.select(compare("eq", x, arith.negf(inf)), neginf, result)
@@ -391,7 +346,7 @@ def nan_to_num(args: list[Value], ty: Type) -> Value:
 
 
 def _isnan(x: Value) -> Value:
-    return D.arith.cmpf(D.arith.CmpFPredicate.UNO, x, x)
+    return arith.cmpf(arith.CmpFPredicate.UNO, x, x)
 
 
 def classify(test: str) -> Body:
@@ -402,7 +357,7 @@ def classify(test: str) -> Body:
             return const(predicate_type(ty), test == "isfinite")
         if test == "isnan":
             return _isnan(x)
-        magnitude = D.math.absf(x)
+        magnitude = mlir_math.absf(x)
         return compare("eq" if test == "isinf" else "lt", magnitude, const(ty, float("inf")))
 
     return body
@@ -420,7 +375,7 @@ def zero(_: list[Value], ty: Type) -> Value:
 
 
 def fma(args: list[Value], _: Type) -> Value:
-    return D.math.fma(*args)
+    return mlir_math.fma(*args)
 
 
 # ---------------------------------------------------------------- activations
@@ -444,96 +399,96 @@ def _f32(value: float) -> float:
 
 def _std_max(a: Value, b: Value) -> Value:
     """std::max(a, b) = a < b ? b : a: a NaN in a passes through."""
-    return D.arith.select(compare("lt", a, b), b, a)
+    return arith.select(compare("lt", a, b), b, a)
 
 
 def _std_min(a: Value, b: Value) -> Value:
     """std::min(a, b) = b < a ? b : a: a NaN in a passes through."""
-    return D.arith.select(compare("lt", b, a), b, a)
+    return arith.select(compare("lt", b, a), b, a)
 
 
 def relu(args: list[Value], ty: Type) -> Value:
     """clamp_min(x, 0): NaN stays NaN, -0 gives +0."""
-    return D.arith.maximumf(args[0], const(ty, 0.0))
+    return arith.maximumf(args[0], const(ty, 0.0))
 
 
 def _positive_or(x: Value, ty: Type, otherwise: Value) -> Value:
     """x > 0 ? x : otherwise (NaN takes `otherwise`, which carries it)."""
-    return D.arith.select(compare("gt", x, const(ty, 0.0)), x, otherwise)
+    return arith.select(compare("gt", x, const(ty, 0.0)), x, otherwise)
 
 
 def leaky_relu(args: list[Value], ty: Type) -> Value:
     x, slope = args
-    return _positive_or(x, ty, D.arith.mulf(x, slope))
+    return _positive_or(x, ty, arith.mulf(x, slope))
 
 
 def prelu(args: list[Value], ty: Type) -> Value:
     x, weight = args
-    return _positive_or(x, ty, D.arith.mulf(weight, x))
+    return _positive_or(x, ty, arith.mulf(weight, x))
 
 
 def elu(args: list[Value], ty: Type) -> Value:
     """x > 0 ? x : expm1(x) * alpha (torch's elu_kernel with scale = input_scale = 1)."""
     x, alpha = args
-    return _positive_or(x, ty, D.arith.mulf(D.math.expm1(x), alpha))
+    return _positive_or(x, ty, arith.mulf(mlir_math.expm1(x), alpha))
 
 
 def selu(args: list[Value], ty: Type) -> Value:
     """elu with scale: x > 0 ? x * scale : expm1(x) * (alpha * scale), the constants
     rounded to float and their product taken in float, as torch does."""
-    arith, x = D.arith, args[0]
+    x = args[0]
     scale = _f32(SELU_SCALE)
     negative = _f32(_f32(SELU_ALPHA) * scale)
     positive = arith.mulf(x, const(ty, scale))
-    below = arith.mulf(D.math.expm1(x), const(ty, negative))
+    below = arith.mulf(mlir_math.expm1(x), const(ty, negative))
     return arith.select(compare("gt", x, const(ty, 0.0)), positive, below)
 
 
 def sigmoid(args: list[Value], ty: Type) -> Value:
     """1 / (1 + exp(-x))."""
-    arith, x = D.arith, args[0]
+    x = args[0]
     one = const(ty, 1.0)
-    return arith.divf(one, arith.addf(one, D.math.exp(arith.negf(x))))
+    return arith.divf(one, arith.addf(one, mlir_math.exp(arith.negf(x))))
 
 
 def silu(args: list[Value], ty: Type) -> Value:
     """x / (1 + exp(-x))."""
-    arith, x = D.arith, args[0]
-    return arith.divf(x, arith.addf(const(ty, 1.0), D.math.exp(arith.negf(x))))
+    x = args[0]
+    return arith.divf(x, arith.addf(const(ty, 1.0), mlir_math.exp(arith.negf(x))))
 
 
 def gelu(args: list[Value], ty: Type) -> Value:
     """x * 0.5 * (1 + erf(x * M_SQRT1_2))."""
-    arith, x = D.arith, args[0]
-    erf = D.math.erf(arith.mulf(x, const(ty, _f32(_SQRT1_2))))
+    x = args[0]
+    erf = mlir_math.erf(arith.mulf(x, const(ty, _f32(_SQRT1_2))))
     return arith.mulf(arith.mulf(x, const(ty, 0.5)), arith.addf(const(ty, 1.0), erf))
 
 
 def gelu_tanh(args: list[Value], ty: Type) -> Value:
     """0.5 * x * (1 + tanh(kBeta * (x + kKappa * x^3))); nvcc contracts the inner
     x + kKappa * x^3 into one fma, and so does this body."""
-    arith, x = D.arith, args[0]
+    x = args[0]
     cube = arith.mulf(arith.mulf(x, x), x)
     inner = arith.mulf(const(ty, _f32(_GELU_BETA)),
-                       D.math.fma(const(ty, _f32(_GELU_KAPPA)), cube, x))
-    tanh = D.math.tanh(inner)
+                       mlir_math.fma(const(ty, _f32(_GELU_KAPPA)), cube, x))
+    tanh = mlir_math.tanh(inner)
     return arith.mulf(arith.mulf(const(ty, 0.5), x), arith.addf(const(ty, 1.0), tanh))
 
 
 def tanh(args: list[Value], _: Type) -> Value:
-    return D.math.tanh(args[0])
+    return mlir_math.tanh(args[0])
 
 
 def hardsigmoid(args: list[Value], ty: Type) -> Value:
     """min(max(x + 3, 0), 6) * (1/6), std::max/std::min (NaN passes through)."""
-    arith, x = D.arith, args[0]
+    x = args[0]
     clipped = _std_min(_std_max(arith.addf(x, const(ty, 3.0)), const(ty, 0.0)), const(ty, 6.0))
     return arith.mulf(clipped, const(ty, _f32(1.0 / 6.0)))
 
 
 def hardswish(args: list[Value], ty: Type) -> Value:
     """x * min(max(x + 3, 0), 6) * (1/6), left to right (-inf gives NaN, as in torch)."""
-    arith, x = D.arith, args[0]
+    x = args[0]
     clipped = _std_min(_std_max(arith.addf(x, const(ty, 3.0)), const(ty, 0.0)), const(ty, 6.0))
     return arith.mulf(arith.mulf(x, clipped), const(ty, _f32(1.0 / 6.0)))
 
@@ -545,17 +500,16 @@ def hardtanh(args: list[Value], ty: Type) -> Value:
 
 def softplus(args: list[Value], ty: Type) -> Value:
     """x * beta > threshold ? x : log1p(exp(x * beta)) / beta."""
-    arith, math = D.arith, D.math
     x, beta, threshold = args
     scaled = arith.mulf(x, beta)
-    smooth = arith.divf(math.log1p(math.exp(scaled)), beta)
+    smooth = arith.divf(mlir_math.log1p(mlir_math.exp(scaled)), beta)
     return arith.select(compare("gt", scaled, threshold), x, smooth)
 
 
 def mish(args: list[Value], _: Type) -> Value:
     """x * tanh(log1p(exp(x)))."""
-    math, x = D.math, args[0]
-    return D.arith.mulf(x, math.tanh(math.log1p(math.exp(x))))
+    x = args[0]
+    return arith.mulf(x, mlir_math.tanh(mlir_math.log1p(mlir_math.exp(x))))
 
 
 # ----------------------------------------------------------- fused gated activations
@@ -566,7 +520,7 @@ def gated(activation: Body) -> Body:
     rounded once (FlashInfer's act_and_mul; vLLM rounds act(a) to the dtype first)."""
     def body(args: list[Value], ty: Type) -> Value:
         a, b = args
-        return D.arith.mulf(activation([a], ty), b)
+        return arith.mulf(activation([a], ty), b)
 
     return body
 
@@ -584,7 +538,7 @@ PHILOX_ROUNDS = 10
 
 
 def _int(width: int) -> Type:
-    return D.ir.IntegerType.get_signless(width)
+    return ir.IntegerType.get_signless(width)
 
 
 def _i32(value: int) -> Value:
@@ -594,8 +548,8 @@ def _i32(value: int) -> Value:
 
 def _lane0(value: Value) -> Value:
     """A scalar, or lane 0 of a vector (of a broadcast scalar: canonicalize folds it)."""
-    if isinstance(value.type, D.ir.VectorType):
-        return D.vector.extract(value, [], [0])
+    if isinstance(value.type, ir.VectorType):
+        return vector.extract(value, [], [0])
     return value
 
 
@@ -607,14 +561,13 @@ lowering (a 64-bit product of zero-extended words) left LLVM keeping Philox's st
 
 def mulhilo(a: Value, b: Value) -> tuple[Value, Value]:
     """(low, high) words of the unsigned product of two i32 scalars: mul.lo, mul.hi."""
-    high = D.llvm.CallIntrinsicOp(a.type, MULHI, [a, b], [], []).results[0]
-    return D.arith.muli(a, b), high
+    high = llvm.CallIntrinsicOp(a.type, MULHI, [a, b], [], []).results[0]
+    return arith.muli(a, b), high
 
 
 def philox4x32(counter: list[Value], key: list[Value]) -> list[Value]:
     """Philox 4x32-10 on i32 scalars: ten rounds of two 32x32->64 multiplies (mul.lo and
     mul.hi) and xors, the key bumped between rounds."""
-    arith = D.arith
     c0, c1, c2, c3 = counter
     k0, k1 = key
     m0, m1 = _i32(PHILOX_M[0]), _i32(PHILOX_M[1])
@@ -630,7 +583,7 @@ def philox4x32(counter: list[Value], key: list[Value]) -> list[Value]:
 
 def _split(value: Value) -> list[Value]:
     """An i64 as its (low, high) 32-bit words."""
-    arith, i32 = D.arith, _int(32)
+    i32 = _int(32)
     return [arith.trunci(i32, value), arith.trunci(i32, arith.shrui(value, const(value.type, 32)))]
 
 
@@ -640,9 +593,8 @@ def random_words(position: Value, seed: Value, offset: Value) -> Value:
     each 64-bit value as its (low, high) 32-bit words. An access of `vec` lanes, from
     position L on, spans at most (vec + 2) // 4 + 1 counters from L // 4: those are
     computed once, and lane l takes word l + L % 4 of them (three selects)."""
-    arith = D.arith
-    vector_type = position.type if isinstance(position.type, D.ir.VectorType) else None
-    lanes = D.ir.VectorType(vector_type).shape[0] if vector_type is not None else 1
+    vector_type = position.type if isinstance(position.type, ir.VectorType) else None
+    lanes = ir.VectorType(vector_type).shape[0] if vector_type is not None else 1
     first, seed, offset = _lane0(position), _lane0(seed), _lane0(offset)
     i64 = first.type
     key = _split(seed)
@@ -662,22 +614,22 @@ def random_words(position: Value, seed: Value, offset: Value) -> Value:
         picked.append(word)
     if vector_type is None:
         return picked[0]
-    return D.vector.from_elements(D.ir.VectorType.get([lanes], _int(32)), picked)
+    return vector.from_elements(ir.VectorType.get([lanes], _int(32)), picked)
 
 
 def _keep(position: Value, seed: Value, offset: Value, threshold: Value) -> Value:
     """Element kept: its word >= threshold (unsigned), threshold = floor(p * 2^32)."""
     words = random_words(position, seed, offset)
-    limit = D.arith.trunci(D.emit.with_element_type(threshold.type, _int(32)), threshold)
-    return D.arith.cmpi(D.arith.CmpIPredicate.uge, words, limit)
+    limit = arith.trunci(emit.with_element_type(threshold.type, _int(32)), threshold)
+    return arith.cmpi(arith.CmpIPredicate.uge, words, limit)
 
 
 def dropout(args: list[Value], ty: Type) -> Value:
     """x * mask * scale, in the compute type, as torch's CUDA kernel computes it: a
     dropped element is x * 0 (a signed zero; NaN for NaN and Inf)."""
     x, scale, seed, offset, threshold, position = args
-    mask = D.arith.uitofp(ty, _keep(position, seed, offset, threshold))
-    return D.arith.mulf(D.arith.mulf(x, mask), scale)
+    mask = arith.uitofp(ty, _keep(position, seed, offset, threshold))
+    return arith.mulf(arith.mulf(x, mask), scale)
 
 
 def dropout_mask(args: list[Value], _: Type) -> Value:
@@ -686,7 +638,7 @@ def dropout_mask(args: list[Value], _: Type) -> Value:
 
 
 def _f64(ty: Type) -> Type:
-    return D.emit.with_element_type(ty, D.ir.F64Type.get())
+    return emit.with_element_type(ty, ir.F64Type.get())
 
 
 def alibi(args: list[Value], ty: Type) -> Value:
@@ -695,7 +647,6 @@ def alibi(args: list[Value], ty: Type) -> Value:
     2^(-(8(h-n)+4)/n) for the rest (the odd powers of 2n heads' base, as the ALiBi
     paper's get_slopes and BLOOM's build_alibi_tensor). The exponent is exact; exp2 and
     the product are computed in f64 and rounded once to f32."""
-    arith = D.arith
     length, pow2, position = args
     it, f64 = position.type, _f64(ty)
     head, column = arith.divui(position, length), arith.remui(position, length)
@@ -703,7 +654,7 @@ def alibi(args: list[Value], ty: Type) -> Value:
     first = arith.muli(arith.addi(head, const(it, 1)), eight)
     extra = arith.addi(arith.muli(arith.subi(head, pow2), eight), const(it, 4))
     exponent = arith.select(arith.cmpi(arith.CmpIPredicate.ult, head, pow2), first, extra)
-    slope = D.math.exp2(arith.divf(arith.negf(arith.uitofp(f64, exponent)),
+    slope = mlir_math.exp2(arith.divf(arith.negf(arith.uitofp(f64, exponent)),
                                    arith.uitofp(f64, pow2)))
     return arith.truncf(ty, arith.mulf(slope, arith.uitofp(f64, column)))
 
@@ -713,7 +664,6 @@ def sinusoidal(args: list[Value], ty: Type) -> Value:
     dim), position = p * dim + c: the angle p * exp2(-(2i/dim) * log2(base)) in f64, the
     cosine as sin(angle + pi/2) (f64's rounding of the sum is far below f32's ulp), the
     result rounded once to f32."""
-    arith = D.arith
     dim, log2_base, position = args
     it, f64 = position.type, _f64(ty)
     row, column = arith.divui(position, dim), arith.remui(position, dim)
@@ -721,9 +671,9 @@ def sinusoidal(args: list[Value], ty: Type) -> Value:
     odd = arith.andi(column, const(it, 1))
     exponent = arith.mulf(arith.negf(arith.divf(arith.uitofp(f64, pair), arith.uitofp(f64, dim))),
                           log2_base)
-    angle = arith.mulf(arith.uitofp(f64, row), D.math.exp2(exponent))
+    angle = arith.mulf(arith.uitofp(f64, row), mlir_math.exp2(exponent))
     phase = arith.addf(angle, arith.mulf(arith.uitofp(f64, odd), const(f64, math.pi / 2)))
-    return arith.truncf(ty, D.math.sin(phase))
+    return arith.truncf(ty, mlir_math.sin(phase))
 
 
 # ------------------------------------------------------------------ rope
@@ -733,10 +683,10 @@ def rope_first(args: list[Value], _: Type) -> Value:
     """RoPE's first output of a pair (x1, x2) rotated by the angle of (cos, sin):
     x1 * cos - x2 * sin, as one fma (nvcc contracts vLLM's CUDA kernel so)."""
     x1, x2, cos, sin = args
-    return D.math.fma(x1, cos, D.arith.negf(D.arith.mulf(x2, sin)))
+    return mlir_math.fma(x1, cos, arith.negf(arith.mulf(x2, sin)))
 
 
 def rope_second(args: list[Value], _: Type) -> Value:
     """RoPE's second output of a pair: x2 * cos + x1 * sin, as one fma."""
     x1, x2, cos, sin = args
-    return D.math.fma(x2, cos, D.arith.mulf(x1, sin))
+    return mlir_math.fma(x2, cos, arith.mulf(x1, sin))

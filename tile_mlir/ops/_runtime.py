@@ -198,13 +198,6 @@ def kernel(text: str, device: int) -> Any:
     return _kernel(text, device)
 
 
-def compile_only(text: str) -> Any:
-    """A tile program compiled to PTX and a cubin, not loaded (no GPU needed)."""
-    import tile_mlir
-
-    return tile_mlir.compile(text)
-
-
 def stream(kind: str, device: int) -> int:
     """The caller's current stream: torch's or CuPy's for their arrays, else the legacy
     default stream (as the runtime's arrays.current_stream decides, where there is one)."""

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tile_mlir.contract import DIVISIBILITY
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.lowering.alignment import DIVISIBILITY
 
 DYNAMIC = "?"
 INDEX = "index"

@@ -13,12 +13,12 @@ the tensor is viewed with consecutive kept or reduced dimensions merged, so
 each reduction is of one of two shapes, taken innermost reduced group first:
 
 - rows [A, R] (the reduced dims are innermost): a CTA takes a block of rows
-  and reduces them with `tile.reduce` at CTA scope (reduction/gmem: a warp or
+  and reduces them with `tile.reduce` at CTA scope (reduce/gmem: a warp or
   a group of lanes per row, 16-byte loads, xor shuffles; long rows split over
   the warps). A few very long rows are first cut into chunks over more CTAs,
   and the chunks' partials reduced by a second kernel.
 - columns [A, R, B] (a kept dim is innermost): a CTA takes a block of columns
-  of one batch and a chunk of the reduced rows (reduction/columns: a thread
+  of one batch and a chunk of the reduced rows (reduce/columns: a thread
   per output vector walking the rows with coalesced loads); when there are
   chunks, a second kernel reduces their partials.
 

@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from tile_mlir.contract import DIVISIBILITY
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.lowering.alignment import DIVISIBILITY
 from tile_mlir.ops.program import DYNAMIC, ArraySpec, _Arg, _memref, _Writer, module_text
 
 STYLES = ("neox", "gptj")

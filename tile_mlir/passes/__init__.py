@@ -3,7 +3,9 @@
 The name is the `tile-opt` flag, the pipeline element, the module
 (`tile-verify` -> passes/tile_verify.py) and the lit test
 (lit-tests/tile-verify.mlir). A pass is a frozen dataclass whose fields are its
-`name{option=value}` options; the pass manager calls it on its root op.
+`name{option=value}` options; the pass manager calls it on its root op. A pass
+imports no other pass: what one pass needs from another is on the IR (tile-lower
+reads the `variant` that tile-dispatch wrote) or in REQUIRES.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from tile_mlir.diagnostics import DiagnosticSink
 PASSES: dict[str, str] = {
     "tile-verify": "tile_mlir.passes.tile_verify",
     "tile-dispatch": "tile_mlir.passes.tile_dispatch",
+    "tile-barriers": "tile_mlir.passes.tile_barriers",
+    "tile-buffers": "tile_mlir.passes.tile_buffers",
     "tile-lower": "tile_mlir.passes.tile_lower",
 }
-"""Pass name -> the module that defines it (imported on first use)."""
+"""Pass name -> the module that defines it (imported on first use), in pipeline order."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,10 @@ class TilePass:
 
     NAME: ClassVar[str] = ""
     SUMMARY: ClassVar[str] = ""
+    REQUIRES: ClassVar[tuple[str, ...]] = ()
+    """Tile passes that must have run before this one (pipeline.Expander adds those a
+    pipeline lacks, in front: `--tile-lower` alone verifies, dispatches, places buffers
+    and inserts barriers first). A pass trusts what its requirements established."""
 
     sink: DiagnosticSink | None = field(default=None, compare=False, repr=False,
                                         metadata={"option": False})

@@ -3,7 +3,8 @@
 For each op, every registered variant's predicate answers yes or why not; the
 first yes by priority wins and is written to the op as `variant = "<name>"`.
 An op that already names a variant (forced by the user) gets that one, or an
-error with its reason. When no variant applies, one error at the op lists
+error with its reason. The IR must have passed tile-verify (a requirement the
+pipeline adds when it is missing). When no variant applies, one error at the op lists
 every variant and its reason. With `explain` (tile-opt --tile-explain) each
 decision is also reported as a remark at the op.
 """
@@ -15,9 +16,8 @@ from dataclasses import dataclass
 from mlir import ir
 
 from tile_mlir import lowering
-from tile_mlir.lowering.analysis import OpInfo, describe
+from tile_mlir.lowering.support.analysis import OpInfo, describe
 from tile_mlir.passes import TilePass, op_error, tile_ops
-from tile_mlir.passes.tile_verify import verify_op
 
 
 def _subject(info: OpInfo) -> str:
@@ -53,14 +53,13 @@ class Pass(TilePass):
     NAME = "tile-dispatch"
     SUMMARY = "choose a lowering variant for each tile op"
 
+    REQUIRES = ("tile-verify",)
+
     explain: bool = False
 
     def run(self, root: ir.Operation) -> bool:
         ok = True
         for op in tile_ops(root):
-            errors = verify_op(op)
-            for message in errors:
-                op_error(op, message)
-            if errors or dispatch(describe(op), self if self.explain else None) is None:
+            if dispatch(describe(op), self if self.explain else None) is None:
                 ok = False
         return ok

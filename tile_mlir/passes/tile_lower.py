@@ -1,11 +1,10 @@
-"""tile-lower: rewrite every tile op with its variant, leaving gpu/vector/scf/arith/memref.
+"""tile-lower: rewrite every tile op with the variant tile-dispatch recorded on it.
 
-Each op is lowered by the variant tile-dispatch recorded on it (an op without
-one is dispatched here first). Before that, shared tile.allocs become views of
-their storage (lowering/buffers.py) and barriers go between tile ops that
-share a shared or global buffer (lowering/sync.py); afterwards the register
-tile.allocs go. After this pass no tile op remains: the IR is at the "gpu"
-stage, ready for the upstream NVVM pipeline.
+Each op carries `variant = "<name>"` (chosen by tile-dispatch, or forced by the
+user and accepted there); its lowering builds the replacement at the op, which
+then goes. Register tile.allocs go last, once nothing reads them. After this
+pass no tile op remains: the IR is at the "gpu" stage, ready for the upstream
+NVVM pipeline.
 """
 
 from __future__ import annotations
@@ -15,42 +14,39 @@ from dataclasses import dataclass
 from mlir import ir
 
 from tile_mlir import lowering
-from tile_mlir.lowering import sync
-from tile_mlir.lowering.analysis import describe, enclosing, known_block_size
-from tile_mlir.lowering.buffers import Buffers
+from tile_mlir.lowering.support.analysis import describe
+from tile_mlir.lowering.support.buffers import Buffers
 from tile_mlir.passes import TilePass, op_error, tile_ops
-from tile_mlir.passes.tile_dispatch import dispatch
-from tile_mlir.passes.tile_verify import verify_op
+
+
+def recorded_variant(op: ir.OpView) -> tuple[lowering.Variant | None, str]:
+    """The variant recorded on the op, or None and why it cannot be used."""
+    attr = op.operation.attributes.get("variant")
+    if attr is None:
+        return None, "has no lowering variant recorded (tile-dispatch records one)"
+    name = ir.StringAttr(attr).value
+    variant = lowering.find(op.operation.name, name)
+    if variant is None:
+        return None, f"names unknown variant '{name}'"
+    return variant, ""
 
 
 @dataclass(frozen=True)
 class Pass(TilePass):
     NAME = "tile-lower"
-    SUMMARY = "lower each tile op with its chosen variant"
+    SUMMARY = "lower each tile op with its recorded variant"
+    REQUIRES = ("tile-dispatch", "tile-barriers", "tile-buffers")
 
     def run(self, root: ir.Operation) -> bool:
         ok = True
         buffers = Buffers()
-        buffers.place_shared(root)
-        ops = tile_ops(root)
-        blocks = {op.operation.block: known_block_size(enclosing(op, "gpu.func")) for op in ops}
-        for block, threads in blocks.items():
-            sync.insert_barriers(block, threads)
-        for op in ops:
-            errors = verify_op(op)
-            for message in errors:
-                op_error(op, message)
-            if errors:
+        for op in tile_ops(root):
+            variant, why = recorded_variant(op)
+            if variant is None:
+                op_error(op, why)
                 ok = False
                 continue
             info = describe(op)
-            forced = info.attr("variant")
-            variant = lowering.find(info.name, ir.StringAttr(forced).value) if forced else None
-            if variant is None or not variant.check(info)[0]:
-                variant = dispatch(info)
-            if variant is None:
-                ok = False
-                continue
             info.buffers = buffers
             with ir.InsertionPoint(op.operation), op.operation.location:
                 variant.lower(info)

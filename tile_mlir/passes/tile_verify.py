@@ -22,7 +22,7 @@ from tile_mlir import lowering, op_table
 from tile_mlir.dialects import tile
 from tile_mlir.dtypes import DTYPES, KIND_ORDER, promote_types
 from tile_mlir.layout import LayoutError
-from tile_mlir.lowering.analysis import (
+from tile_mlir.lowering.support.analysis import (
     DYNAMIC,
     Operand,
     OpInfo,
@@ -32,7 +32,7 @@ from tile_mlir.lowering.analysis import (
     known_block_size,
     memory_space,
 )
-from tile_mlir.lowering.buffers import layout_type
+from tile_mlir.lowering.support.buffers import layout_type
 from tile_mlir.passes import TilePass, op_error, tile_ops
 
 ATTRIBUTES = {

@@ -56,11 +56,6 @@ def ptx_target(ptx: str) -> str | None:
     return m.group(1) if m else None
 
 
-def retarget_ptx(ptx: str, chip: str) -> str:
-    """The PTX with its `.target` set to `chip` (for sm_90 -> sm_90a, a superset)."""
-    return _TARGET.sub(lambda m: m.group(0).replace(m.group(1), chip), ptx, count=1)
-
-
 def cubin_runs_on(cubin_chip: str, device_chip: str) -> bool:
     """Whether a cubin assembled for `cubin_chip` runs on a `device_chip` GPU."""
     major, minor, suffix = parse_chip(cubin_chip)

@@ -81,7 +81,7 @@ def _compiler_files() -> list[tuple[str, Path]]:
     package = Path(tile_mlir.__file__).resolve().parent
     files = [(str(p.relative_to(package)), p) for p in package.rglob("*.py")]
     files.append(("dialect/" + dialect_file().name, dialect_file()))
-    files += [(f"passes/{p.name}", p) for p in pipelines_dir().glob("*.pipeline")]
+    files += [(f"pipelines/{p.name}", p) for p in pipelines_dir().glob("*.pipeline")]
     return sorted(files)
 
 

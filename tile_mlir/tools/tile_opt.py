@@ -6,16 +6,16 @@
     tile-opt invalid.mlir --split-input-file --verify-diagnostics --tile-verify
 
 Passes come from `-p/--pass-pipeline` (tile passes, named pipelines from
-passes/ and upstream passes mixed) or from one flag per pass, in order
+pipelines/ and upstream passes mixed) or from one flag per pass, in order
 (`--tile-lower`, `--canonicalize`, `--convert-gpu-to-nvvm=use-bare-ptr-memref-call-conv=1`).
 Errors in the input (including input that is not UTF-8 text) print as
 `file:line:col: error: ...` and exit with status 1; a bad command line exits
 with status 2, a compiler bug with status 3.
 
 `--tile-explain` reports tile-dispatch's decision for each tile op as a remark.
-A pipeline without tile-dispatch gets one for it: before the first tile-lower,
-or at the end (so `tile-opt in.mlir --tile-explain` explains and prints the IR
-with each op's `variant`).
+A pipeline without tile-dispatch gets one for it at the end (so `tile-opt
+in.mlir --tile-explain` verifies, explains and prints the IR with each op's
+`variant`).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from tile_mlir.diagnostics import (
     decode,
     source_loc,
 )
+from tile_mlir.runtime.binary import ptx_target
 from tile_mlir.toolchain import DEFAULT_CHIP, ToolchainError, assemble
 from tile_mlir.tools import verify_diagnostics
 
@@ -87,8 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--chip", default=DEFAULT_CHIP, help=f"target GPU (default {DEFAULT_CHIP})")
     p.add_argument("--tile-explain", dest="explain", action="store_true",
                    help="report each tile op's dispatch decision as a remark (adds "
-                        "tile-dispatch, before the first tile-lower or at the end, to a "
-                        "pipeline that has none)")
+                        "tile-dispatch at the end of a pipeline that has none)")
     p.add_argument("--list-passes", action="store_true",
                    help="list the tile passes, named pipelines and lowering variants, then exit")
     return p
@@ -117,8 +117,9 @@ def _list_passes() -> None:
     for name in passes.PASSES:
         cls = passes.get(name)
         opts = " ".join(f"{f.name.replace('_', '-')}=<{f.type}>" for f in cls.options())
-        print(f"  {name:18} {cls.SUMMARY}" + (f"  [{opts}]" if opts else ""))
-    print("named pipelines (passes/):")
+        needs = f"  (after {', '.join(cls.REQUIRES)})" if cls.REQUIRES else ""
+        print(f"  {name:18} {cls.SUMMARY}" + (f"  [{opts}]" if opts else "") + needs)
+    print("named pipelines (pipelines/):")
     for named in pipeline.named_pipelines().values():
         params = " ".join(f"{k}={v}" for k, v in named.params.items())
         print(f"  {named.name:18} {named.summary}" + (f"  [{params}]" if params else ""))
@@ -154,9 +155,10 @@ def _no_kernels(module: ir.Module, name: str, emit: str) -> CompileError:
 def _emit(module: ir.Module, emit: str, output: str | None, name: str) -> str | bytes:
     if emit == "mlir":
         return str(module)
-    from tile_mlir.compiler import _binaries, _walk
+    from tile_mlir.compiler import _walk
+    from tile_mlir.compiler import binaries as module_binaries
 
-    binaries = _binaries(module)
+    binaries = module_binaries(module)
     if not binaries and not _walk(module.operation, "gpu.module"):
         raise _no_kernels(module, name, emit)
     if not binaries:
@@ -171,8 +173,7 @@ def _emit(module: ir.Module, emit: str, output: str | None, name: str) -> str | 
     if len(binaries) != 1:
         raise UsageError(f"--emit=cubin makes one cubin, but there are {len(binaries)} modules")
     ptx = next(iter(binaries.values()))
-    target = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M)
-    return assemble(ptx, target.group(1) if target else DEFAULT_CHIP)
+    return assemble(ptx, ptx_target(ptx) or DEFAULT_CHIP)
 
 
 @dataclass
@@ -227,19 +228,13 @@ def _steps(opts: Options) -> list[pipeline.Step]:
         steps = expander.expand(pipeline_text) if pipeline_text else []
     except pipeline.PipelineError as e:
         raise UsageError(str(e)) from None
-    return _with_dispatch(steps) if opts.explain else steps
-
-
-def _with_dispatch(steps: list[pipeline.Step]) -> list[pipeline.Step]:
-    """The steps with an explaining tile-dispatch where there is none (--tile-explain):
-    before the first tile-lower (which would dispatch silently), else at the end."""
-    names = [step.tile.NAME if step.tile else "" for step in steps]
-    if "tile-dispatch" in names:
-        return steps
-    at = names.index("tile-lower") if "tile-lower" in names else len(steps)
-    explaining = passes.get("tile-dispatch")(explain=True)  # type: ignore[call-arg]
-    dispatch = pipeline.Step(tile=explaining)
-    return [*steps[:at], dispatch, *steps[at:]]
+    done = [step.tile.NAME for step in steps if step.tile]
+    if opts.explain and "tile-dispatch" not in done:
+        # --tile-explain explains tile-dispatch's decisions: a pipeline without it (a
+        # tile pass that needs it gets it already) gets one at the end, with its own
+        # requirements (tile-verify) unless they ran
+        steps += expander.expand("tile-dispatch", done=done)
+    return steps
 
 
 def run(argv: Sequence[str]) -> int:

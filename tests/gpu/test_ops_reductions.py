@@ -1,0 +1,50 @@
+"""The reduction library on a GPU: results against torch or float64 NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tile_mlir.ops
+
+GPU_CASES = [
+    ("sum", (4096, 128), 1, False, "float32"), ("sum", (4096, 128), 0, False, "float32"),
+    ("amax", (257, 1031), -1, True, "float32"), ("amin", (1031, 257), 0, False, "float16"),
+    ("prod", (64, 50), 1, False, "float32"), ("mean", (3, 5, 700), (0, 2), False, "bfloat16"),
+    ("sum", (1, 1 << 20), None, False, "float32"), ("mean", (2048, 96), 0, True, "float16"),
+    ("sum", (7, 9, 11, 13), (1, 3), False, "float32"), ("amax", (33,), 0, False, "bfloat16"),
+    ("sum", (16, 65536), 1, False, "bfloat16"), ("mean", (1000, 1000), None, False, "float32"),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("name", "shape", "dim", "keepdim", "dtype"), GPU_CASES, ids=str)
+def test_against_torch(name: str, shape: tuple[int, ...], dim: int | tuple[int, ...] | None,
+                       keepdim: bool, dtype: str) -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
+    if name == "prod":
+        x = 1 + 0.01 * x
+    if name in ("amax", "amin"):
+        x.view(-1)[:: max(1, x.numel() // 7)] = float("nan")
+    got = getattr(tile_mlir.ops, name)(x, dim, keepdim)
+    want = getattr(torch, name)(x.double(), dim=dim, keepdim=keepdim) if dim is not None \
+        else getattr(torch, name)(x.double())
+    assert got.dtype == x.dtype and got.shape == want.shape and got.device == x.device
+    same_nans = torch.isnan(got) == torch.isnan(want)
+    assert bool(same_nans.all()), "NaN propagation differs from torch"
+    tol = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 1.6e-2}[dtype]
+    scale = x.double().abs().sum() / max(got.numel(), 1) if name in ("sum", "mean") else 1.0
+    err = (got.double() - want).nan_to_num().abs().max()
+    print(f"{name}{tuple(shape)} dim={dim} {dtype}: max |error| {float(err):.3g}")
+    assert float(err) <= tol * float(max(scale, want.nan_to_num().abs().max(), 1.0))
+
+
+@pytest.mark.gpu
+def test_numpy_and_non_contiguous_inputs(rng: np.random.Generator) -> None:
+    x = rng.standard_normal((300, 64)).astype(np.float32)
+    np.testing.assert_allclose(tile_mlir.ops.sum(x, 0), x.astype(np.float64).sum(0),
+                               rtol=1e-5, atol=1e-4)
+    torch = pytest.importorskip("torch")
+    t = torch.randn(64, 300, device="cuda").t()  # a transposed view
+    assert torch.allclose(tile_mlir.ops.amax(t, 1), t.amax(1))

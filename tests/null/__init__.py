@@ -1,0 +1,1 @@
+"""The null tier: runs anywhere, no GPU needed."""

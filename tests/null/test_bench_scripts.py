@@ -1,0 +1,146 @@
+"""Every benchmark script's --dry-run (no GPU): the whole pipeline on fake timings gives
+a table and a JSON with every case of the script's list and every system's column;
+the essential traffic of a few cases, counted by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+SCRIPTS = ("elementwise", "reductions", "part2", "rope", "fusion", "fused")
+
+
+def load(name: str) -> ModuleType:
+    """A bench/ script under the name bench_<name> (tests/ has its own reductions.py)."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_dry_run_has_every_case_and_system(name: str, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    script = load(name)
+    assert script.main(["--dry-run", "--results", str(tmp_path)]) == 0
+    cases = [c.name for c in script.plan(False)]
+    assert len(cases) == len(set(cases)) > 0
+    out = capsys.readouterr().out
+    assert f"[{len(cases)}/{len(cases)}]" in out and "Summary:" in out
+    record = json.loads((tmp_path / f"{name}-dry-run.json").read_text())
+    assert [c["name"] for c in record["cases"]] == cases
+    systems = [s.key for s in script.BENCH.systems]
+    assert {"tile-mlir", "eager", "compile"} <= set(systems)
+    for c in record["cases"]:
+        assert set(c["tbps"]) == set(systems)
+        for key in systems:  # timed, or a reason why not
+            assert (key in c["timings"]) != (key in c["reasons"]), (c["name"], key)
+    table = (tmp_path / f"{name}-dry-run.md").read_text()
+    header = next(line for line in table.splitlines() if line.startswith("| case |"))
+    assert all(f"| {s.label} TB/s |" in header for s in script.BENCH.systems)
+    rows = [line.split(" | ")[0].removeprefix("| ") for line in table.splitlines()
+            if line.startswith("| ") and not line.startswith("| case |")]
+    assert rows == cases
+    quick = script.plan(True)
+    assert 0 < len(quick) <= len(cases) and {c.name for c in quick} <= set(cases)
+
+
+def test_cases_pattern_and_list(capsys: pytest.CaptureFixture[str]) -> None:
+    script = load("reductions")
+    assert script.main(["--list", "--cases", r"^amax bf16 .* dim=0$"]) == 0
+    names = capsys.readouterr().out.split("\n")
+    assert [n for n in names if n] == ["amax bf16 524288x128 dim=0", "amax bf16 65536x1024 dim=0",
+                                       "amax bf16 8192x8192 dim=0", "amax bf16 1024x65536 dim=0"]
+    assert script.main(["--list", "--cases", "nothing-matches"]) == 1
+
+
+def test_every_dtype_and_peer_for_reductions() -> None:
+    cases = load("reductions").plan(False)
+    assert len(cases) == 3 * 3 * 4 * 2
+    assert {(c.params["op"], c.params["dtype"], c.params["dim"]) for c in cases} == {
+        (op, dtype, dim) for op in ("sum", "amax", "amin") for dtype in ("f32", "f16", "bf16")
+        for dim in (-1, 0)}
+    assert not any(c.gaps for c in cases)  # torch.compile is a system of every case
+    by_name = {c.name: c for c in cases}
+    assert by_name["sum f32 524288x128 dim=-1"].traffic == ((1 << 26) + 524288) * 4
+    assert by_name["amin bf16 524288x128 dim=0"].traffic == ((1 << 26) + 128) * 2
+
+
+def test_elementwise_cases_and_traffic() -> None:
+    script = load("elementwise")
+    by_name = {c.name: c for c in script.plan(False)}
+    assert len(by_name) == 345
+    n = 1 << 24
+    assert by_name["add f32 2^24"].traffic == 3 * 4 * n
+    assert by_name["lt f32 2^24"].traffic == (4 + 4 + 1) * n
+    assert by_name["where bf16 2^24"].traffic == (1 + 2 + 2 + 2) * n
+    assert by_name["clamp i64 2^24"].traffic == 2 * 8 * n
+    assert by_name["isnan f8e4m3 2^24"].traffic == 2 * n
+    assert by_name["isnan i64 2^24"].traffic == n  # the output alone: no NaN to look for
+    assert by_name["bias_add bf16 65536x4096"].traffic == (2 * 65536 * 4096 + 4096) * 2
+    assert by_name["isnan f32 2^16"].outputs == "fresh"
+    assert by_name["add f32 2^16"].outputs == "out="
+
+
+def test_fused_cases_and_stated_gaps() -> None:
+    script = load("fused")
+    cases = script.plan(False)
+    assert len(cases) == 5 * 2 * 5
+    by_name = {c.name: c for c in cases}
+    assert by_name["softmax bf16 65536x1024"].traffic == 2 * (128 << 20)
+    assert by_name["fused_add_rms_norm f32 128x262144"].traffic == 4 * (128 << 20) + 4 * 262144
+    assert by_name["layer_norm bf16 16384x4096"].traffic == 2 * (128 << 20) + 2 * 2 * 4096
+    assert by_name["fused_add_rms_norm bf16 65536x1024"].outputs == "in place"
+    from tile_mlir import ops
+
+    for c in cases:  # a missing op is a stated gap, never a missing row
+        assert ("tile-mlir" in c.gaps) == (not hasattr(ops, c.params["op"]))
+
+
+def test_fusion_states_a_missing_fuse(tmp_path: Path) -> None:
+    script = load("fusion")
+    from tile_mlir import ops
+
+    (only,) = script.plan(False)
+    assert only.traffic == 3 * (1 << 26) * 2
+    assert [s.label for s in script.BENCH.systems] == [
+        "tile-mlir unfused", "tile-mlir fused", "torch eager", "torch.compile"]
+    if not hasattr(ops, "fuse"):
+        assert only.gaps == {"tile-mlir": "ops.fuse not in this build"}
+        script.main(["--dry-run", "--results", str(tmp_path)])
+        assert "n/a: ops.fuse not in this build" in (tmp_path / "fusion-dry-run.md").read_text()
+
+
+def test_launch_cost_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = load("launch_cost")
+    assert script.main(["--dry-run", "--results", str(tmp_path)]) == 0
+    text = (tmp_path / "launch_cost-dry-run.md").read_text()
+    assert "FAKE figures" in text and "| floor us (params) |" in text
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ")]
+    ops = {(r[0].removeprefix("| "), r[1], r[2]) for r in rows[1:] if r[1].startswith("2^")}
+    for size in ("2^10", "2^16"):
+        for op in script.ORDER:
+            assert (op, size, "no") in ops
+        for op in ("add", "add scalar", "exp", "silu_and_mul", "rope_neox"):
+            assert (op, size, "yes") in ops  # with out= where the library has it
+    with pytest.raises(SystemExit):
+        script.main(["--dry-run", "--calls", "10", "--batches", "10"])  # under 3000 calls
+    capsys.readouterr()
+
+
+def test_launch_cost_row_with_a_failing_call() -> None:
+    script = load("launch_cost")
+    row = script.Row("add scalar", 1024, True, "AttributeError: 'float' object",
+                     (5.0, 4.0, 6.0), None, 0.0, 4, 3.5)
+    assert row.cells() == ["add scalar", "2^10", "yes", "n/a: AttributeError: 'float' object",
+                           "5.00 (4.00-6.00)", "n/a", "n/a", "0", "3.50 (4)"]

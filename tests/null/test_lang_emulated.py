@@ -1,0 +1,127 @@
+"""null tier: tile_mlir.lang kernels run on the pretend device (support/emulated.py,
+support/host.py: the kernel lowered to the gpu stage and its threads run one after another
+on the CPU), against NumPy: odd sizes, tails, misaligned and strided views, transposed
+inputs, broadcasts, loops over tiles, loads, scalar parameters."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import numpy as np
+import pytest
+from support.emulated import Device, EmuArray
+from support.host import run
+from support.lang import desc, example
+
+import tile_mlir.lang as tl
+
+
+def launch(device: Device, kernel: tl.KernelFunction, grid: int, *args: Any,
+           **constexprs: Any) -> None:
+    described = [desc(a) if isinstance(a, EmuArray) else a for a in args]
+    text = kernel.ir(*described, **constexprs)
+    run(text, grid, kernel.arguments(*described, **constexprs), device.buffers)
+
+
+VECTOR_ADD = example("vector_add").vector_add
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000])
+def test_vector_add_of_odd_lengths(n: int, rng: np.random.Generator) -> None:
+    device = Device()
+    a, b = rng.standard_normal((2, n)).astype(np.float32)
+    c = device.empty((n,), "f32")
+    launch(device, VECTOR_ADD, tl.cdiv(n, 256), device.array(a), device.array(b), c, TILE=256)
+    np.testing.assert_array_equal(c.numpy(), a + b)
+
+
+def test_vector_add_of_misaligned_and_strided_views(rng: np.random.Generator) -> None:
+    device = Device()
+    n = 777
+    a = rng.standard_normal(n + 1).astype(np.float32)
+    b = rng.standard_normal(3 * n).astype(np.float32)
+    x = device.array(a).view((n,), (1,), 1)  # x[1:]: 4 bytes past a 16-byte boundary
+    y = device.array(b).view((n,), (3,))  # every third element
+    c = device.empty((n,), "f32")
+    spec = VECTOR_ADD.signature(desc(x), desc(y), desc(c), TILE=256)
+    assert [p.memref for p in spec.params] == [False, False, True]
+    launch(device, VECTOR_ADD, tl.cdiv(n, 256), x, y, c, TILE=256)
+    np.testing.assert_array_equal(c.numpy(), a[1:] + b[::3])
+
+
+def test_scale_rows_of_a_transposed_matrix(rng: np.random.Generator) -> None:
+    scale_rows = example("scale_rows").scale_rows
+    device = Device()
+    m, n = 16, 37
+    values = rng.uniform(-4, 4, (n, m)).astype(np.float16)
+    x = device.array(values).view((m, n), (1, m))  # the transpose of a row-major (n, m)
+    y = device.empty((m, n), "f16")
+    launch(device, scale_rows, m // 8, x, 1.5, y)
+    expected = (values.T.astype(np.float32) * np.float32(1.5)).astype(np.float16)
+    np.testing.assert_array_equal(y.numpy(), expected)
+
+
+Rows = Annotated[tl.Tensor, "f32", ("M", "N")]
+
+
+@tl.kernel(threads=64)
+def bias_add(x: Rows, bias: Annotated[tl.Tensor, "f32", ("N",)], y: Rows,
+             ROWS: tl.constexpr = 4) -> None:
+    rows = tl.ds(tl.block_id() * ROWS, ROWS)
+    n = y.shape[1]
+    tl.cta.add(y[rows, :], x[rows, :], bias.broadcast_to((ROWS, n)))
+
+
+def test_a_broadcast_view(rng: np.random.Generator) -> None:
+    device = Device()
+    x = rng.standard_normal((12, 50)).astype(np.float32)
+    b = rng.standard_normal(50).astype(np.float32)
+    y = device.empty((12, 50), "f32")
+    launch(device, bias_add, 3, device.array(x), device.array(b), y)
+    np.testing.assert_array_equal(y.numpy(), x + b)
+
+
+@tl.kernel(threads=32)
+def doubled(x: Annotated[tl.Tensor, "f32", ("N",)], y: Annotated[tl.Tensor, "f32", ("N",)],
+            TILE: tl.constexpr = 64) -> None:
+    for start in tl.range(0, y.shape[0], TILE):  # one CTA walks every tile, the last short
+        tl.cta.mul(y[start:start + TILE], x[start:start + TILE], 2.0)
+
+
+def test_a_loop_over_tiles_with_a_tail() -> None:
+    """Compiled here; run in the gpu tier (tile-barriers puts a barrier between the loop's
+    iterations, which the pretend device cannot run)."""
+    spec = doubled.signature(tl.ArrayDesc("f32", (201,)), tl.ArrayDesc("f32", (201,)))
+    program = doubled.compile(spec)
+    assert "scf.for" in program.stages["tile"] and "bar.sync" in program.ptx["kernels"]
+
+
+@tl.kernel(threads=32)
+def gather_rows(table: Rows, positions: Annotated[tl.Tensor, "i64", ("B",)],
+                out: Annotated[tl.Tensor, "f32", ("B", "N")], scale: tl.f32,
+                apply: tl.bool_) -> None:
+    b = tl.block_id()
+    p = positions.load(b)
+    inside = (p >= 0) & p.ult(table.shape[0].to(tl.i64))
+    with tl.if_(inside & apply) as branch:
+        tl.cta.mul(out[b], table[p.index()], scale)
+    with branch.otherwise():
+        tl.cta.fill(out[b], float("nan"))
+
+
+def test_loads_scalars_and_branches(rng: np.random.Generator) -> None:
+    device = Device()
+    table = rng.standard_normal((10, 24)).astype(np.float32)
+    positions = np.array([3, 0, 9, -1, 12, 3], np.int64)
+    out = device.empty((6, 24), "f32")
+    launch(device, gather_rows, 6, device.array(table), device.array(positions), out, 0.5,
+           True)
+    expected = np.full((6, 24), np.nan, np.float32)
+    for row, p in enumerate(positions):
+        if 0 <= p < 10:
+            expected[row] = table[p] * np.float32(0.5)
+    np.testing.assert_array_equal(out.numpy(), expected)
+    off = device.empty((6, 24), "f32")
+    launch(device, gather_rows, 6, device.array(table), device.array(positions), off, 0.5,
+           False)
+    assert np.isnan(off.numpy()).all()

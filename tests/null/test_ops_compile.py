@@ -1,0 +1,99 @@
+"""null tier: every op x dtype of the library compiles to PTX and ptxas accepts it, and the
+PTX has the accesses the strategies promise (16-byte, non-coherent loads issued before use)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from support.ops_check import Case, prepared, standard_cases
+
+import tile_mlir
+from tile_mlir import op_table
+from tile_mlir.ops import dispatch
+
+LARGE = (256, 1 << 14)  # 2^22 elements: the default strategy stages 4 rounds
+
+
+def _ptx(case: Case) -> str:
+    program = tile_mlir.compile(dispatch.text(prepared(case).signature), name=case.id)
+    assert program.cubin["ops"][:4] == b"\x7fELF"
+    return program.ptx["ops"]
+
+
+def _full_piece(ptx: str) -> str:
+    """The PTX of the whole-piece branch: after the last label, where the static tile op
+    is (program.py's scf.if puts it last)."""
+    return ptx[ptx.rindex("$L__BB0_1:"):]
+
+
+@pytest.mark.parametrize("op", [row.name for row in op_table.public_ops()])
+def test_every_dtype_assembles(op: str) -> None:
+    row = op_table.ELEMENTWISE[op]
+    for dtype in row.dtypes:
+        ptx = _ptx(Case(op, dtype, standard_cases(op, dtype, LARGE)[0].shapes))
+        local = re.findall(r"\b(?:ld|st)\.local", ptx)
+        if op not in ("sin", "cos"):  # libdevice's slow-path range reduction uses a stack
+            assert not local, f"{op} {dtype}: local memory"
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "f8e4m3", "f8e5m2", "i32", "i64",
+                                   "bool"])
+def test_whole_pieces_load_16_bytes_ahead(dtype: str) -> None:
+    """A whole piece: every thread issues its four 16-byte loads of each input before the
+    first store, and every access is 16 bytes."""
+    op = "maximum"
+    full = _full_piece(_ptx(Case(op, dtype, (LARGE, LARGE))))
+    accesses = re.findall(r"\b(ld|st)\.global(\.nc)?\.(v4\.b32|v2\.b64)", full)
+    loads = [a for a in accesses if a[0] == "ld"]
+    stores = [a for a in accesses if a[0] == "st"]
+    assert len(loads) == 8 and len(stores) == 4, accesses
+    assert all(nc == ".nc" for _, nc, _ in loads)
+    first_store = full.index("st.global")
+    assert full.count("ld.global", 0, first_store) == 8
+
+
+def test_bias_add_loads_the_bias_once_per_row() -> None:
+    case = Case("add", "bf16", ((16 * 4096, 4096), (4096,)))
+    ready = prepared(case)
+    assert ready.signature.mode == "blocks" and ready.signature.piece() == (2, 4096)
+    full = _full_piece(_ptx(case))
+    assert len(re.findall(r"ld\.global\.nc\.v4\.b32", full)) == 6  # 4 of x, 2 of the bias
+    assert len(re.findall(r"add\.rn\.bf16x2", full)) == 16
+
+
+def test_fp8_uses_the_packed_conversions() -> None:
+    e4m3 = _ptx(Case("mul", "f8e4m3", (LARGE, LARGE)))
+    assert "cvt.rn.f16x2.e4m3x2" in e4m3 and "cvt.rn.satfinite.e4m3x2.f32" in e4m3
+    e5m2 = _ptx(Case("mul", "f8e5m2", (LARGE, LARGE)))
+    assert "cvt.rn.f16x2.e5m2x2" in e5m2 and "cvt.rn.satfinite.e5m2x2.f32" in e5m2
+    assert "setp.ge.f32" in e5m2  # e5m2 keeps Inf: what saturated moves up to it
+
+
+def test_index_width_follows_the_size() -> None:
+    small = prepared(Case("add", "f32", ((1000,), (1000,))))
+    assert small.signature.index_bits == 32
+    ptx = _ptx(Case("add", "f32", ((1000,), (1000,))))
+    assert ".param .u32 kernel_param_0" in ptx
+    big = prepared(Case("neg", "f8e5m2", (((1 << 31) + 5,),)))
+    assert big.signature.index_bits == 64 and big.args[0] == (1 << 31) + 5
+    assert big.grid == -(-((1 << 31) + 5) // big.signature.chunk())
+
+
+def test_kernel_arguments_follow_the_signature() -> None:
+    ready = prepared(Case("where", "f16", ((6, 7, 8), (6, 7, 8), None)),
+                     np.random.default_rng(1))
+    sig = ready.signature
+    assert sig.rank == 1 and sig.mode == "flat"
+    assert [type(a) for a in ready.args] == [int, int, int, int, float]
+
+
+def test_the_bias_add_lit_test_shows_the_current_program() -> None:
+    """lit-tests/ops-bias-add.mlir holds what program.py makes for a bias add."""
+    from pathlib import Path
+
+    lit = Path(__file__).resolve().parents[2] / "lit-tests" / "ops-bias-add.mlir"
+    program = lit.read_text().split("module attributes", 1)[1]
+    case = Case("add", "bf16", ((16 * 4096, 4096), (4096,)))
+    assert dispatch.text(prepared(case).signature).endswith("module attributes" + program)

@@ -1,0 +1,230 @@
+"""null tier: the operator library's front end: the registry's listing, broadcasting and
+coalescing, type promotion, and argument errors that name the argument."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support.emulated import Device
+
+from tile_mlir import op_table, ops
+from tile_mlir.ops import layout, promotion, strategy
+from tile_mlir.ops.activations import __all__ as activations
+from tile_mlir.ops.functions import __all__ as functions
+from tile_mlir.ops.layout import Coalesced, coalesce, contiguous_strides, expand_strides
+from tile_mlir.ops.program import Strategy
+from tile_mlir.ops.promotion import SCALAR, TENSOR, ZERO_DIM, Typed, result_type
+from tile_mlir.ops.rope import __all__ as rope_functions
+
+ROPE_OPS = [name for name in rope_functions if name != "rope_cache"]
+
+# --------------------------------------------------------------- the registry
+
+
+LIBRARY_SIZE = 72
+"""Seed 004's whole family: part 1's 47, the 14 activations, 3 fused gated ones, RoPE's five,
+dropout, alibi and sinusoidal."""
+
+
+def test_list_prints_every_op() -> None:
+    out = subprocess.run([sys.executable, "-m", "tile_mlir.ops", "--list"], check=True,
+                         capture_output=True, text=True).stdout.splitlines()
+    assert len(out) == LIBRARY_SIZE
+    names = [line.split()[0] for line in out]
+    assert names == [op.name for op in op_table.library_ops()]
+    assert sorted(names) == sorted([*functions, *activations, *ROPE_OPS, "dropout", "alibi",
+                                    "sinusoidal"])
+    add = next(line for line in out if line.startswith("add "))
+    assert "arity=2" in add and "float8_e4m3fn" in add and "int64" in add
+    families = [op.family for op in op_table.library_ops()]
+    assert families == sorted(families, key=op_table.FAMILIES.index)
+
+
+def test_every_listed_op_is_a_function() -> None:
+    for op in op_table.library_ops():
+        assert callable(getattr(ops, op.name)), op.name
+        assert ops.__all__.count(op.name) == 1
+
+
+# ------------------------------------------------------------- broadcasting
+
+
+def _view(*shapes: tuple[int, ...]) -> Coalesced:
+    out = layout.broadcast_shapes(shapes)
+    strides = [contiguous_strides(out)] + [
+        expand_strides(s, contiguous_strides(s), out) for s in shapes]
+    return coalesce(out, strides)
+
+
+B, H, S, D, M, N = 2, 3, 5, 7, 11, 13
+
+
+@pytest.mark.parametrize(("shapes", "shape", "strides"), [
+    # seed 004's table: what each broadcast pattern coalesces to
+    (((B, S, D), (B, S, D)), (B * S * D,), ((1,), (1,), (1,))),
+    (((B, S, D), (1, 1, D)), (B * S, D), ((D, 1), (D, 1), (0, 1))),
+    (((B, S, D), (B, S, 1)), (B * S, D), ((D, 1), (D, 1), (1, 0))),
+    (((B, H, S, S), (1, 1, S, S)), (B * H, S * S), ((S * S, 1), (S * S, 1), (0, 1))),
+    (((B, H, S, S), (B, 1, 1, S)), (B, H * S, S),
+     ((H * S * S, S, 1), (H * S * S, S, 1), (S, 0, 1))),
+    (((M, 1), (1, N)), (M, N), ((N, 1), (1, 0), (0, 1))),
+    # a scalar-like operand, and a tensor of one element
+    (((M, N), ()), (M * N,), ((1,), (1,), (0,))),
+    (((1, 1), (1,)), (1,), ((1,), (1,), (1,))),
+])
+def test_coalescing(shapes: tuple[tuple[int, ...], ...], shape: tuple[int, ...],
+                    strides: tuple[tuple[int, ...], ...]) -> None:
+    view = _view(*shapes)
+    assert view.shape == shape
+    assert view.strides == strides
+
+
+def test_coalescing_keeps_a_transposed_input_strided() -> None:
+    out = (M, N)
+    transposed = (1, M)  # x.T of an (N, M) array
+    view = coalesce(out, [contiguous_strides(out), transposed])
+    assert view.shape == (M, N) and view.strides == ((N, 1), (1, M))
+    sliced = coalesce((M, N), [(N, 1), (2 * N, 1)])  # every other row
+    assert sliced.shape == (M, N) and sliced.strides[1] == (2 * N, 1)
+
+
+def test_broadcast_error_names_the_argument() -> None:
+    with pytest.raises(layout.BroadcastError, match=r"argument 'other' \(3, 4\)"):
+        layout.broadcast_shapes([(2, 3), (3, 4)], ["argument 'input'", "argument 'other'"])
+
+
+def test_stride_classes_and_index_width() -> None:
+    assert layout.stride_classes((4096, 1)) == ("?32", "1")
+    assert layout.stride_classes((6, 0)) == ("?2", "0")
+    assert layout.stride_classes((3,)) == ("?1",)  # a strided innermost dim
+    small = Coalesced((1000,), ((1,), (1,)))
+    assert layout.fits_32_bits(small, [0, 0], 4096)
+    big = Coalesced((1 << 31,), ((1,), (1,)))
+    assert not layout.fits_32_bits(big, [0, 0], 4096)
+    reaching = Coalesced((8, 8), ((8, 1), (1 << 29, 1)))  # a stride that reaches past 2^31
+    assert not layout.fits_32_bits(reaching, [0, 0], 4096)
+
+
+def test_pieces() -> None:
+    assert layout.pieces(Coalesced((1 << 20,), ((1,),)), 4096) == ("flat", 0)
+    assert layout.pieces(Coalesced((64, 4096), ((4096, 1),)), 8192) == ("blocks", 4096)
+    assert layout.pieces(Coalesced((4, 1 << 20), ((1 << 20, 1),)), 4096) == ("rows", 0)
+
+
+# --------------------------------------------------------------- promotion
+
+
+@pytest.mark.parametrize(("operands", "dtype"), [
+    # what torch.result_type gives
+    ([Typed("f16", TENSOR), Typed("f32", SCALAR)], "f16"),
+    ([Typed("i32", TENSOR), Typed("f32", SCALAR)], "f32"),
+    ([Typed("i32", TENSOR), Typed("i64", SCALAR)], "i32"),
+    ([Typed("bool", TENSOR), Typed("i64", SCALAR)], "i64"),
+    ([Typed("bool", TENSOR), Typed("bool", SCALAR)], "bool"),
+    ([Typed("f16", TENSOR), Typed("bf16", TENSOR)], "f32"),
+    ([Typed("i32", TENSOR), Typed("i64", ZERO_DIM)], "i32"),
+    ([Typed("f16", TENSOR), Typed("f32", ZERO_DIM)], "f16"),
+    ([Typed("i64", TENSOR), Typed("f16", ZERO_DIM)], "f16"),
+    ([Typed("i32", TENSOR), Typed("i64", TENSOR)], "i64"),
+    ([Typed("i32", ZERO_DIM), Typed("f32", SCALAR)], "f32"),
+    ([Typed("f8e4m3", TENSOR), Typed("f32", SCALAR)], "f8e4m3"),
+])
+def test_result_type(operands: list[Typed], dtype: str) -> None:
+    assert result_type(operands) == dtype
+
+
+def test_scalar_dtypes() -> None:
+    assert [promotion.scalar_dtype(v) for v in (True, 3, 2.5)] == ["bool", "i64", "f32"]
+
+
+# ----------------------------------------------------------- argument errors
+
+
+def test_errors_name_the_argument(device: Device) -> None:
+    x = device.array(np.ones((3, 4), np.float32))
+    y = device.array(np.ones((2, 4), np.float32))
+    with pytest.raises(ValueError, match="argument 'other'"):
+        ops.add(x, y)
+    with pytest.raises(TypeError, match="argument 'other' must be an array or a number"):
+        ops.mul(x, "2")
+    with pytest.raises(TypeError, match="bitwise_and is not defined on float32"):
+        ops.bitwise_and(x, x)
+    with pytest.raises(TypeError, match="argument 'condition' must be a bool array"):
+        ops.where(x, x, 0.0)
+    with pytest.raises(TypeError, match="argument 'mask' must be a bool array"):
+        ops.masked_fill(x, x, 1.0)
+    with pytest.raises(ValueError, match="argument 'out' has shape"):
+        ops.exp(x, out=y)
+    with pytest.raises(ValueError, match="at least one of 'min' or 'max'"):
+        ops.clamp(x)
+    with pytest.raises(ValueError, match="rounding_mode"):
+        ops.div(x, x, rounding_mode="nearest")
+    with pytest.raises(TypeError, match=r"exp is not defined on float64 \(argument 'input'"):
+        ops.exp(np.ones(3))
+
+
+def test_integer_errors(device: Device) -> None:
+    i = device.array(np.arange(6, dtype=np.int32))
+    with pytest.raises(ValueError, match="negative integer powers"):
+        ops.pow(i, -1)
+    with pytest.raises(OverflowError, match="argument 'other'"):
+        ops.add(i, 1 << 40)
+    with pytest.raises(TypeError, match="argument 'out' is int32"):
+        ops.exp(i, out=device.array(np.zeros(6, np.int32)))
+
+
+def test_overlapping_out_is_refused(device: Device) -> None:
+    x = device.array(np.arange(16, dtype=np.float32))
+    shifted = x.view((15,), (1,), offset=1)
+    head = x.view((15,), (1,))
+    with pytest.raises(ValueError, match="overlaps argument 'input'"):
+        ops.neg(head, out=shifted)
+
+
+# ---------------------------------------------------------------- strategies
+
+
+def test_tuned_choices_are_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path))
+    strategy._choices.cache_clear()
+    choice = Strategy(128, 32, 8, 8)
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, "sm_90") == strategy.default(1 << 24)
+    path = strategy.save("sm_90", {strategy.key("binary_arith", "bf16", 1 << 25): choice},
+                         {"device": "test"})
+    assert path.parent == tmp_path and path.name == "ops-tuning-sm_90.json"
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, "sm_90") == choice  # same class
+    assert strategy.choose("binary_arith", "bf16", 1 << 20, "sm_90") != choice
+    assert strategy.choose("binary_arith", "f32", 1 << 24, "sm_90") != choice
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, "sm_80") != choice
+    strategy.force(Strategy(256, 1, 1, 1))
+    try:
+        assert strategy.choose("unary_math", "f32", 10, None).vector_bytes == 1
+    finally:
+        strategy.force(None)
+    strategy._choices.cache_clear()
+
+
+def test_size_classes_and_defaults() -> None:
+    assert [strategy.size_class(n) for n in (1, 1 << 16, (1 << 20) - 1, 1 << 24, 1 << 30)] \
+        == ["<2^16", "2^16", "2^16", "2^24", "2^24"]
+    assert strategy.default(1 << 28) == Strategy(256, 16, 4, 4)  # staged
+    assert strategy.default(1 << 20) == Strategy(256, 16, 2, 2)
+    assert strategy.default(1 << 16) == Strategy(128, 16, 1, 1)  # 128 CTAs of f32
+
+
+def test_float64_is_refused_by_every_path() -> None:
+    """Whatever form a call takes (a division by a number multiplies, pow by a number),
+    float64 is refused with a TypeError before any kernel is made."""
+    x, mask = np.ones(4), np.ones(4, bool)
+    with pytest.raises(TypeError, match="float64"):
+        ops.div(x, 2.0)
+    with pytest.raises(TypeError, match="float64"):
+        ops.pow(x, 0.5)
+    with pytest.raises(TypeError, match="float64"):
+        ops.add(x, x)
+    with pytest.raises(TypeError, match="float64"):
+        ops.masked_fill(x, mask, 1.0)

@@ -1,0 +1,1 @@
+"""What the tests share: case lists, references, the pretend device, fakes."""

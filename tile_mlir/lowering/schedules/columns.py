@@ -1,0 +1,133 @@
+"""The column engine for tile.reduce: reductions that keep the innermost axis.
+
+Summing a [rows, cols] tile over rows with the row engine would have the
+lanes of a group read one column, `cols` elements apart: uncoalesced. Here
+the threads take the outputs instead: thread t owns a vector of `vec`
+consecutive outputs along the innermost (kept, contiguous) axis, and walks the
+reduced axes sequentially, loading `vec` elements a step (16-byte loads,
+coalesced across the threads of a warp). When there are fewer output vectors
+than threads, the reduced axes are split into `split` slices taken by
+different threads, whose partials meet in shared memory: after the scope's
+barrier, the thread owning each output vector folds its slices and writes.
+No shuffles, so no lane has to wait for another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, scf
+
+from tile_mlir.contract import ACCESS_BYTES, widest_vector
+from tile_mlir.lowering.schedules.reduction import Reduction, fold_strided, scratch, when
+from tile_mlir.lowering.schedules.synthesized import delinearize, for_each_item
+from tile_mlir.lowering.support import sync
+from tile_mlir.lowering.support.access import Access
+from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.support.compute import convert, load, store
+from tile_mlir.lowering.support.emit import const_index, scope_thread_index
+
+
+def column_vector_width(src: Access, dst: Access, red: Reduction, shape: tuple[int, ...]
+                        ) -> int:
+    """The widest (up to 16 bytes) run of the innermost axis every thread can load and
+    store at once; 1 when it is not contiguous, not a multiple, or not aligned."""
+    inner = len(shape) - 1
+    singles = tuple((d,) for d in range(len(shape)))
+    dst_singles = tuple((d,) for d in range(len(dst.operand.shape)))
+    if src.strides[inner] != 1 or dst.strides[-1] != 1:
+        return 1
+    return widest_vector(ACCESS_BYTES // max(src.nbytes, red.acc.bytes), shape[inner],
+                         src.alignment(singles), dst.alignment(dst_singles))
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    vec: int  # outputs per thread and load
+    units: int  # output vectors
+    split: int  # slices of the reduced axes (1: each thread walks all of them)
+
+
+class ColumnReducer:
+    """One tile.reduce whose innermost axis is kept, being lowered at the insertion point."""
+
+    def __init__(self, info: OpInfo, src: Access, dst: Access, vec: int):
+        self.info, self.src, self.dst = info, src, dst
+        self.red = Reduction.of(info)
+        self.shape = info.sources[0].shape
+        self.outputs, self.length = self.red.sizes(self.shape)
+        threads = info.scope_threads
+        assert threads is not None
+        units = self.outputs // vec
+        split = max(1, min(threads // units, self.length)) if units < threads else 1
+        self.plan = ColumnPlan(vec, units, split)
+        self.threads = threads
+
+    def _coords(self, unit: ir.Value, k: ir.Value) -> list[ir.Value]:
+        """Source coordinate of reduced element k of output vector `unit`."""
+        red, shape, vec = self.red, self.shape, self.plan.vec
+        sizes = [const_index(shape[a]) for a in red.kept]
+        sizes[-1] = const_index(shape[red.kept[-1]] // vec)
+        kept = delinearize(unit, sizes)
+        kept[-1] = arith.muli(kept[-1], const_index(vec))
+        reduced = delinearize(k, [const_index(shape[a]) for a in red.axes])
+        return red.source_coords(kept, reduced)
+
+    def _dst_coords(self, unit: ir.Value) -> list[ir.Value]:
+        coords = self._coords(unit, const_index(0))
+        if len(self.dst.operand.shape) == len(self.shape):
+            return coords  # keepdims: the reduced axes are 0 there
+        return [coords[a] for a in self.red.kept]
+
+    def _walk(self, unit: ir.Value, first: ir.Value, step: int) -> ir.Value:
+        """Fold reduced elements first, first + step, ... of one output vector."""
+        red, src, vec = self.red, self.src, self.plan.vec
+
+        def load_at(k: ir.Value) -> ir.Value:
+            value = load(src.address(self._coords(unit, k)), src.operand.dtype, vec)
+            return convert(value, src.operand.dtype, red.acc, vec)
+
+        return fold_strided(red, first, self.length, step=step, load_at=load_at, vec=vec)
+
+    def _write(self, unit: ir.Value, value: ir.Value) -> None:
+        self.red.store(value, self.dst.address(self._dst_coords(unit)), self.dst.operand.dtype,
+                       self.plan.vec)
+
+    def emit(self) -> ColumnPlan:
+        tid = scope_thread_index(self.info.scope, self.info.block)
+        if self.plan.split == 1:
+            for_each_item(tid, const_index(self.plan.units), self.threads,
+                          lambda unit: self._write(unit, self._walk(unit, const_index(0), 1)))
+        else:
+            self._split(tid)
+        return self.plan
+
+    def _split(self, tid: ir.Value) -> None:
+        """Slice s of output vector u: thread s * units + u. Partials meet in shared memory."""
+        plan, red, info = self.plan, self.red, self.info
+        partials = scratch(info, red, plan.units * plan.split * plan.vec)
+        used = arith.cmpi(arith.CmpIPredicate.ult, tid, const_index(plan.units * plan.split))
+        unit = arith.remui(tid, const_index(plan.units))
+        slot = arith.muli(tid, const_index(plan.vec))
+
+        def first_phase() -> None:
+            total = self._walk(unit, arith.divui(tid, const_index(plan.units)), plan.split)
+            store(total, (partials, [slot]), red.acc, plan.vec)
+
+        when(used, first_phase)
+        sync.barrier(info.scope, info.block)
+
+        def second_phase() -> None:
+            loop = scf.ForOp(const_index(0), const_index(plan.split), const_index(1),
+                             [red.identity(plan.vec)])
+            with ir.InsertionPoint(loop.body):
+                where = arith.muli(arith.addi(arith.muli(loop.induction_variable,
+                                                         const_index(plan.units)), tid),
+                                   const_index(plan.vec))
+                part = load((partials, [where]), red.acc, plan.vec)
+                scf.YieldOp([red.combine(loop.inner_iter_args[0], part)])
+            self._write(tid, loop.results[0])
+
+        when(arith.cmpi(arith.CmpIPredicate.ult, tid, const_index(plan.units)), second_phase)
+        sync.barrier(info.scope, info.block)  # the scratch is free again (the op may loop)

@@ -1,0 +1,202 @@
+"""What every reduction schedule shares: the decoded op, folds, shuffles and scratch.
+
+A tile.reduce over `axes` of a tile of shape S splits S into the kept axes
+(R output positions) and the reduced axes (L elements each). Partial results
+accumulate in f32 for 16-bit floats (sums of halves lose too much otherwise)
+and in the element type for f32; lanes with nothing to reduce contribute the
+kind's identity (0, 1, -inf, +inf); max and min propagate NaN like torch. The
+schedules: rows.py (the innermost axis reduced, seed 001's shuffle tree),
+columns.py (the innermost axis kept), registers.py (register tiles).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, memref, nvvm, scf
+
+from tile_mlir import op_table
+from tile_mlir.contract import STORAGE_ALIGN, WARP
+from tile_mlir.dialects import tile
+from tile_mlir.dtypes import DTYPES, DType
+from tile_mlir.lowering.support.analysis import OpInfo, enclosing
+from tile_mlir.lowering.support.compute import Address, convert, load, store, value_type
+from tile_mlir.lowering.support.emit import const, const_index
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A tile.reduce, decoded: which axes, how to combine, in which type."""
+
+    kind: op_table.ReduceKind
+    axes: tuple[int, ...]  # reduced axes of src, ascending
+    kept: tuple[int, ...]  # the other axes
+    accum: bool
+    acc: DType  # accumulator type
+    scale: float | None  # applied to the result before it is stored
+
+    @staticmethod
+    def of(info: OpInfo) -> Reduction:
+        op = info.op
+        assert isinstance(op, tile.ReduceOp)
+        rank = len(info.sources[0].shape)
+        axes = tuple(sorted({a % rank for a in (op.axes if op.axes is not None
+                                                  else range(rank))}))
+        kept = tuple(a for a in range(rank) if a not in axes)
+        dtype = info.sources[0].dtype
+        acc = DTYPES["f32"] if dtype.is_float and dtype.bits < 32 else dtype
+        return Reduction(op_table.REDUCE_KINDS[op.kind], axes, kept, op.accum, acc, op.scale)
+
+    def source_coords(self, kept: list[ir.Value], reduced: list[ir.Value]) -> list[ir.Value]:
+        """The source coordinate whose kept axes are `kept` and reduced axes `reduced`."""
+        coords: list[ir.Value] = [const_index(0)] * (len(self.kept) + len(self.axes))
+        for axis, value in [*zip(self.kept, kept, strict=True),
+                            *zip(self.axes, reduced, strict=True)]:
+            coords[axis] = value
+        return coords
+
+    def sizes(self, shape: tuple[int, ...]) -> tuple[int, int]:
+        """(R outputs, L elements per output)."""
+        return (math.prod(shape[a] for a in self.kept),
+                math.prod(shape[a] for a in self.axes))
+
+    def combine(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        row = op_table.lookup(self.kind.combine)
+        assert row is not None
+        return row.body([a, b], a.type)
+
+    def identity(self, vec: int = 1) -> ir.Value:
+        return const(value_type(self.acc, vec), self.kind.identity)
+
+    def finish(self, value: ir.Value) -> ir.Value:
+        """The result as stored: scaled when the op has a scale (before any accum)."""
+        if self.scale is None:
+            return value
+        return arith.mulf(value, const(value.type, self.scale))
+
+    def store(self, value: ir.Value, address: Address, dtype: DType, vec: int = 1) -> None:
+        """A result (`vec` of them) into dst at `address`: scaled, combined with dst's old
+        value under accum, converted from the accumulation type to dst's."""
+        value = self.finish(value)
+        if self.accum:
+            value = self.combine(convert(load(address, dtype, vec), dtype, self.acc, vec), value)
+        store(convert(value, self.acc, dtype, vec), address, dtype, vec)
+
+
+UNROLL = 4
+"""Independent accumulators per lane: that many loads in flight before the first fold."""
+
+
+def fold_strided(red: Reduction, first: ir.Value, bound: int, *, step: int,
+                 load_at: Callable[[ir.Value], ir.Value], vec: int, unroll: int = UNROLL
+                 ) -> ir.Value:
+    """Fold load_at(k) for k = first, first + step, ... < bound into a `vec`-wide value.
+
+    `unroll` accumulators take consecutive indices of each round, so a thread issues
+    that many independent loads before it needs any of them (folds are not
+    reassociated otherwise, and memory latency, not arithmetic, is the cost); a
+    remainder loop takes what is left, and the accumulators fold together last.
+    """
+    span = step * unroll
+    main_end = bound - (unroll - 1) * step
+    if unroll == 1 or main_end <= 0:
+        return _fold_loop(red, first, bound, step=step, load_at=load_at,
+                          accs=[red.identity(vec)])[0]
+    end = const_index(main_end)
+    loop = scf.ForOp(first, end, const_index(span), [red.identity(vec)] * unroll)
+    with ir.InsertionPoint(loop.body):
+        base = loop.induction_variable
+        values = [load_at(base if u == 0 else arith.addi(base, const_index(u * step)))
+                  for u in range(unroll)]
+        scf.YieldOp([red.combine(acc, value)
+                     for acc, value in zip(loop.inner_iter_args, values, strict=True)])
+    # where the remainder starts: first + ceil((main_end - first) / span) * span, or first
+    ahead = arith.cmpi(arith.CmpIPredicate.ult, first, end)
+    rounds = arith.ceildivui(arith.subi(end, arith.select(ahead, first, end)), const_index(span))
+    rest = arith.addi(first, arith.muli(rounds, const_index(span)))
+    accs = _fold_loop(red, rest, bound, step=step, load_at=load_at, accs=list(loop.results))
+    total = accs[0]
+    for acc in accs[1:]:
+        total = red.combine(total, acc)
+    return total
+
+
+def _fold_loop(red: Reduction, first: ir.Value, bound: int, *, step: int,
+               load_at: Callable[[ir.Value], ir.Value], accs: list[ir.Value]
+               ) -> list[ir.Value]:
+    """k = first, first + step, ... < bound folded into accs[0] (the others carried)."""
+    loop = scf.ForOp(first, const_index(bound), const_index(step), accs)
+    with ir.InsertionPoint(loop.body):
+        k = loop.induction_variable
+        carried = list(loop.inner_iter_args)
+        scf.YieldOp([red.combine(carried[0], load_at(k)), *carried[1:]])
+    return list(loop.results)
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def pow2_divisor(n: int) -> int:
+    """The largest power of two dividing n."""
+    return n & -n
+
+
+# ------------------------------------------------------------ shuffles
+
+
+def _i32(value: int) -> ir.Value:
+    return const(ir.IntegerType.get_signless(32), value)
+
+
+def warp_mask(tid: ir.Value, threads: int) -> ir.Value:
+    """The lanes of this thread's warp that exist in a scope of `threads` threads."""
+    if threads % WARP == 0:
+        return _i32(-1)
+    i32 = ir.IntegerType.get_signless(32)
+    first = arith.muli(arith.divui(tid, const_index(WARP)), const_index(WARP))
+    lanes = arith.index_cast(i32, arith.minui(arith.subi(const_index(threads), first),
+                                              const_index(WARP)))
+    full = arith.cmpi(arith.CmpIPredicate.eq, lanes, _i32(WARP))
+    partial = arith.subi(arith.shli(_i32(1), lanes), _i32(1))
+    return arith.select(full, _i32(-1), partial)
+
+
+def butterfly(red: Reduction, value: ir.Value, mask: ir.Value, width: int,
+              first_offset: int = 1) -> ir.Value:
+    """Fold lanes that differ in the bits first_offset .. width/2: xor shuffles within
+    segments of `width` lanes (the clamp operand carries the segment size)."""
+    clamp = _i32(((WARP - width) << 8) | (WARP - 1))
+    offset = first_offset
+    while offset < width:
+        other = nvvm.shfl_sync(value.type, mask, value, _i32(offset), clamp, nvvm.ShflKind.bfly)
+        value = red.combine(value, other)
+        offset *= 2
+    return value
+
+
+def when(condition: ir.Value, body: Callable[[], None]) -> None:
+    branch = scf.IfOp(condition)
+    with ir.InsertionPoint(branch.then_block):
+        body()
+        scf.YieldOp([])
+
+
+def scratch(info: OpInfo, red: Reduction, count: int) -> ir.Value:
+    """A shared buffer of `count` accumulators for this op's partial results."""
+    module = enclosing(info.op, "gpu.module")
+    assert module is not None
+    body = module.operation.regions[0].blocks[0]
+    taken = {ir.StringAttr(op.operation.attributes["sym_name"]).value
+             for op in body.operations if "sym_name" in op.operation.attributes}
+    name = next(f"__tile_reduce_{n}" for n in range(len(taken) + 1)
+                if f"__tile_reduce_{n}" not in taken)
+    flat = ir.MemRefType.get([count], ir.Type.parse(red.acc.mlir),
+                             memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))
+    with ir.InsertionPoint.at_block_begin(body):
+        memref.GlobalOp(name, ir.TypeAttr.get(flat), sym_visibility="private",
+                        initial_value=ir.UnitAttr.get(), alignment=STORAGE_ALIGN)
+    return memref.get_global(flat, name)

@@ -1,0 +1,1 @@
+"""IR helpers of the lowering: decoding ops, addressing operands, alignment, values, barriers."""

@@ -1,0 +1,178 @@
+"""How a memory operand of a tile op is addressed: strides, alignment and index math.
+
+Two kinds of memory operand:
+- a plain memref (a kernel argument, a subview of one, a workgroup
+  attribution): its memref type gives the strides; accesses index it directly,
+  through a collapse_shape where dimensions are coalesced;
+- a tile.alloc buffer: its layout gives the memory strides; accesses index its
+  flat storage (lowering/buffers.py) at the layout's offsets.
+
+Both answer the same questions for the planners (partition.py, bundle.py):
+the stride of each logical dimension, the static offset, and the alignment of
+a row start; and both turn logical indices into (buffer, indices).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, memref
+
+from tile_mlir.contract import STORAGE_ALIGN
+from tile_mlir.layout import TileLayout
+from tile_mlir.lowering.support.alignment import base_alignment, offset_divisor, stride_divisor
+from tile_mlir.lowering.support.analysis import DYNAMIC, DYNAMIC_STRIDE, Operand
+from tile_mlir.lowering.support.buffers import Buffers
+from tile_mlir.lowering.support.emit import const_index
+
+Groups = tuple[tuple[int, ...], ...]
+
+
+@dataclass
+class Access:
+    """A memory operand, seen by a planner."""
+
+    operand: Operand
+    layout: TileLayout | None  # tile.alloc buffers; None for plain memrefs
+    storage: ir.Value | None = None  # the flat storage of a tile.alloc buffer
+
+    @staticmethod
+    def of(operand: Operand, buffers: Buffers | None) -> Access:
+        """The operand's access; without `buffers` (when only planning, as predicates do)
+        a tile.alloc operand has no storage to address yet."""
+        if operand.layout is None:
+            return Access(operand, None)
+        storage = buffers.storage(operand.value) if buffers is not None else None
+        return Access(operand, operand.layout, storage)
+
+    @property
+    def index(self) -> int:
+        return self.operand.index
+
+    @property
+    def nbytes(self) -> int:
+        return self.operand.dtype.bytes
+
+    @property
+    def identity(self) -> bool:
+        """A plain memref with the identity layout: contiguous, even with dynamic sizes."""
+        memref_type = self.operand.memref
+        assert memref_type is not None
+        return self.layout is None and memref_type.affine_map == ir.AffineMap.get_identity(
+            len(self.operand.shape))
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Memory stride of each logical dimension (DYNAMIC_STRIDE when unknown)."""
+        if self.layout is not None:
+            return self.layout.memory_strides
+        if self.identity and DYNAMIC not in self.operand.shape:
+            shape = self.operand.shape
+            return tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
+        return self.operand.strides
+
+    def mergeable(self, dim: int) -> bool:
+        """Are dims `dim - 1` and `dim` contiguous with each other?"""
+        if self.identity:
+            return True
+        strides, size = self.strides, self.operand.shape[dim]
+        if DYNAMIC_STRIDE in (strides[dim], strides[dim - 1]) or size == DYNAMIC:
+            return False
+        return strides[dim - 1] == strides[dim] * size
+
+    def alignment(self, groups: Groups) -> int:
+        """Elements by which the start of every row of the coalesced view is aligned."""
+        nbytes = self.nbytes
+        if self.layout is not None:
+            align = math.gcd(STORAGE_ALIGN, self.layout.offset * nbytes or STORAGE_ALIGN)
+        else:
+            align = math.gcd(base_alignment(self.operand.value, nbytes),
+                             offset_divisor(self.operand.value) * nbytes)
+        for group in groups[:-1]:
+            if all(self.operand.shape[d] == 1 for d in group):
+                continue  # a dimension of one: its index is always 0
+            stride = self._group_stride(group, groups)
+            if stride == DYNAMIC_STRIDE:
+                stride = 1 if self.layout is not None else \
+                    stride_divisor(self.operand.value, group[-1])
+            align = math.gcd(align, stride * nbytes)
+        return max(align // nbytes, 1)
+
+    def _group_stride(self, group: tuple[int, ...], groups: Groups) -> int:
+        if self.identity:
+            inner = [self.operand.shape[d] for g in groups[groups.index(group) + 1:] for d in g]
+            return DYNAMIC_STRIDE if DYNAMIC in inner else math.prod(inner)
+        return self.strides[group[-1]]
+
+    def inner_stride(self, groups: Groups) -> int:
+        return 1 if self.identity else self.strides[groups[-1][-1]]
+
+    def splat(self, groups: Groups) -> bool:
+        """Broadcast along the innermost dimension (stride 0): one element per row,
+        loaded once and repeated across a vector."""
+        return self.inner_stride(groups) == 0
+
+    # ------------------------------------------------------------- emission
+
+    def address(self, coords: list[ir.Value]) -> tuple[ir.Value, list[ir.Value]]:
+        """Where the element at logical `coords` is: (memref, indices) for a plain memref,
+        (storage, [layout offset]) for a tile.alloc buffer."""
+        if self.layout is not None:
+            assert self.storage is not None, "made with Access.of(operand, None): no storage"
+            offset = linearize(coords, list(self.layout.memory_strides), self.layout.offset)
+            return self.storage, [offset]
+        return self.operand.value, coords
+
+    def view(self, groups: Groups, view_shape: tuple[int, ...]) -> View:
+        """Make (at the insertion point) what accesses to the coalesced view index."""
+        if self.layout is not None:
+            assert self.storage is not None, "made with Access.of(operand, None): no storage"
+            strides = [self.layout.memory_strides[g[-1]] for g in groups]
+            return View(self.storage, strides, self.layout.offset)
+        value = self.operand.value
+        if len(groups) != len(self.operand.shape):
+            value = _collapse(self, groups, view_shape)
+        return View(value, None, 0)
+
+
+@dataclass
+class View:
+    """Indices into an operand's coalesced view become this (buffer, indices)."""
+
+    buffer: ir.Value
+    flat_strides: list[int] | None  # set for flat storage: linearize with these strides
+    offset: int
+
+    def indices(self, view_indices: list[ir.Value]) -> list[ir.Value]:
+        if self.flat_strides is None:
+            return view_indices
+        return [linearize(view_indices, self.flat_strides, self.offset)]
+
+
+def linearize(indices: list[ir.Value], strides: list[int], offset: int = 0) -> ir.Value:
+    """offset + sum(index * stride), skipping zero terms."""
+    total: ir.Value | None = const_index(offset) if offset else None
+    for index, stride in zip(indices, strides, strict=True):
+        if stride == 0:
+            continue
+        term = index if stride == 1 else arith.muli(index, const_index(stride))
+        total = term if total is None else arith.addi(total, term)
+    return total if total is not None else const_index(0)
+
+
+def _collapse(access: Access, groups: Groups, view_shape: tuple[int, ...]) -> ir.Value:
+    memref_type = access.operand.memref
+    assert memref_type is not None
+    if access.identity:
+        layout = None
+    else:
+        strides, offset = access.operand.strides_and_offset
+        layout = ir.StridedLayoutAttr.get(offset, [strides[g[-1]] for g in groups])
+    type_ = ir.MemRefType.get(list(view_shape), memref_type.element_type, layout,
+                              memref_type.memory_space)
+    i64 = ir.IntegerType.get_signless(64)
+    reassociation = ir.ArrayAttr.get(
+        [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups])
+    return memref.collapse_shape(type_, access.operand.value, reassociation)

@@ -1,0 +1,176 @@
+"""What the verifier, the dispatcher and the variants need to know about a tile op.
+
+`describe(op)` decodes a tile op once into an `OpInfo`: its scope and the
+thread count of that scope, the enclosing kernel's block size, and for each
+operand its memory space, shape, element type, strides and layout. Predicates
+and lowerings read this instead of re-deriving it from the IR.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from mlir import ir
+
+from tile_mlir.contract import SCOPE_THREADS
+from tile_mlir.dialects import tile
+from tile_mlir.dtypes import DType, by_mlir
+from tile_mlir.layout import TileLayout
+
+if TYPE_CHECKING:
+    from tile_mlir.lowering.support.buffers import Buffers
+
+MEMORY_SPACES = {None: "global", "global": "global", "workgroup": "shared", "private": "local",
+                 1: "global", 3: "shared", 5: "local"}
+"""memref memory space -> the tile memory scope (global, shared, local)."""
+
+DYNAMIC = ir.ShapedType.get_dynamic_size()
+
+
+@dataclass
+class Operand:
+    """One operand of a tile op: a memref (a tile) or a scalar."""
+
+    value: ir.Value
+    index: int
+    dtype: DType
+    memref: ir.MemRefType | None = None
+    space: str = "scalar"  # global, shared, local or scalar
+    layout: TileLayout | None = None  # from tile.alloc; None for plain memrefs
+
+    @property
+    def is_memref(self) -> bool:
+        return self.memref is not None
+
+    @cached_property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.memref.shape) if self.memref else ()
+
+    @cached_property
+    def strides_and_offset(self) -> tuple[tuple[int, ...], int]:
+        """Static strides and offset; dynamic ones are DYNAMIC_STRIDE."""
+        if not self.memref:
+            return (), 0
+        strides, offset = self.memref.get_strides_and_offset()
+        return tuple(strides), offset
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self.strides_and_offset[0]
+
+
+
+DYNAMIC_STRIDE = ir.ShapedType.get_dynamic_stride_or_offset()
+
+
+@dataclass
+class OpInfo:
+    """A tile op, decoded."""
+
+    op: ir.OpView
+    name: str  # tile.copy, tile.elementwise, tile.reduce
+    scope: str
+    kernel: ir.OpView | None  # the enclosing gpu.func
+    block: tuple[int, int, int] | None  # known_block_size of the kernel
+    operands: list[Operand] = field(default_factory=list)
+    buffers: Buffers | None = None  # tile.alloc storage, set by tile-lower
+
+    @property
+    def dst(self) -> Operand:
+        return self.operands[0]
+
+    @property
+    def sources(self) -> list[Operand]:
+        return self.operands[1:]
+
+    @property
+    def memrefs(self) -> list[Operand]:
+        return [o for o in self.operands if o.is_memref]
+
+    @property
+    def block_threads(self) -> int | None:
+        return math.prod(self.block) if self.block else None
+
+    @property
+    def scope_threads(self) -> int | None:
+        """Threads that execute the op together; None when the kernel does not say."""
+        if self.scope in SCOPE_THREADS:
+            return SCOPE_THREADS[self.scope]
+        return self.block_threads
+
+    @property
+    def location(self) -> ir.Location:
+        return self.op.operation.location
+
+    def attr(self, name: str) -> ir.Attribute | None:
+        return self.op.operation.attributes.get(name)
+
+
+def enclosing(op: ir.Operation | ir.OpView, name: str) -> ir.OpView | None:
+    """The nearest ancestor of `op` named `name` (e.g. gpu.func)."""
+    current = op.operation.parent
+    while current is not None:
+        if current.name == name:
+            return current.opview
+        current = current.parent
+    return None
+
+
+def known_block_size(kernel: ir.OpView | None) -> tuple[int, int, int] | None:
+    if kernel is None or "known_block_size" not in kernel.operation.attributes:
+        return None
+    x, y, z, *_ = [*ir.DenseI32ArrayAttr(kernel.operation.attributes["known_block_size"]), 1, 1]
+    return x, y, z
+
+
+def memory_space(memref: ir.MemRefType) -> str:
+    """global, shared or local for a memref type; 'unknown:<attr>' otherwise."""
+    space = memref.memory_space
+    if space is None:
+        return "global"
+    key: str | int | None
+    if isinstance(space, ir.IntegerAttr):
+        key = ir.IntegerAttr(space).value
+    else:
+        text = str(space)
+        key = text.removeprefix("#gpu.address_space<").removesuffix(">") \
+            if text.startswith("#gpu.address_space<") else text
+    return MEMORY_SPACES.get(key, f"unknown:{space}")
+
+
+def defining_layout(value: ir.Value) -> TileLayout | None:
+    """The layout of a buffer made by tile.alloc, None for any other memref."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    op = owner.opview if isinstance(owner, ir.Operation) else owner
+    if isinstance(op, tile.AllocOp):
+        return op.layout
+    return None
+
+
+def describe_operand(value: ir.Value, index: int) -> Operand:
+    type_ = value.type
+    if isinstance(type_, ir.MemRefType):
+        memref = ir.MemRefType(type_)
+        return Operand(
+            value, index, by_mlir(str(memref.element_type)), memref,
+            memory_space(memref), defining_layout(value),
+        )
+    return Operand(value, index, by_mlir(str(type_)))
+
+
+def describe(op: ir.OpView) -> OpInfo:
+    """Decode a tile op (not tile.alloc). Raises ValueError on unsupported element types."""
+    kernel = enclosing(op, "gpu.func")
+    return OpInfo(
+        op=op,
+        name=op.operation.name,
+        scope=ir.StringAttr(op.operation.attributes["scope"]).value,
+        kernel=kernel,
+        block=known_block_size(kernel),
+        operands=[describe_operand(v, i) for i, v in enumerate(op.operation.operands)],
+    )

@@ -1,0 +1,285 @@
+"""Applying an op-registry row to one access of `vec` elements: load, convert, compute, store.
+
+Shared by every elementwise and copy variant (a copy is the registry's `copy`
+row). Inputs are loaded from their (buffer, indices), converted to the row's
+compute type (op_table: torch's promotion, narrow floats in f32), scalars and
+broadcast ("splat") inputs repeated across the vector, the row's body applied,
+and the result converted to dst's type and stored. `load` and `finish` are
+separate so that a planner can issue several accesses' loads before the first
+use (register staging).
+
+Two element types need care in memory:
+- bool is one byte per element (as torch.bool), while LLVM packs vectors of
+  i1 into bits (and cannot store a lone i1 to memory at all): `vec` bools are
+  accessed as `8 * vec` i1 lanes, exactly `vec` bytes, bitcast to `vec` bytes
+  and compared with zero (one bool is a vector of one byte);
+- the fp8 formats widen with the packed `cvt.rn.f16x2.e4m3x2` (`.e5m2x2`);
+  f32 narrows with `cvt.rn.satfinite.e4m3x2.f32` (`.e5m2x2`), which saturates:
+  right for e4m3fn (no Inf: overflow gives +-448, NaN stays NaN), while e5m2
+  keeps Inf (as torch's `.to(float8_e5m2)`): its saturated results move up
+  one step, to Inf.
+
+Indexed rows (op_table: the generators) take, in place of their last input
+(the index base, an i64 scalar), each element's position: base + the element's
+linear index in dst's row-major order. The variant says where an access
+starts, as `index` (dst's row-major index of the access's first element); lane
+l of a vector access is at index + l.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, math, memref, nvvm, vector
+
+from tile_mlir import op_table
+from tile_mlir.dtypes import DTYPES, FP8, DType
+from tile_mlir.lowering.support.analysis import Operand, OpInfo
+from tile_mlir.lowering.support.emit import const
+
+Address = tuple[ir.Value, list[ir.Value]]
+"""A (memref, indices) pair: where one access reads or writes."""
+
+
+def value_type(dtype: DType, vec: int) -> ir.Type:
+    elem = ir.Type.parse(dtype.mlir)
+    return ir.VectorType.get([vec], elem) if vec > 1 else elem
+
+
+def broadcast(value: ir.Value, dtype: DType, vec: int) -> ir.Value:
+    return vector.broadcast(value_type(dtype, vec), value) if vec > 1 else value
+
+
+# ------------------------------------------------------------- conversions
+
+_F16, _F32, _I8 = DTYPES["f16"], DTYPES["f32"], DTYPES["i8"]
+
+
+def convert(value: ir.Value, src: DType, dst: DType, vec: int) -> ir.Value:
+    """`value` (scalar or vector of `vec`) from type src to type dst."""
+    if src.name == dst.name:
+        return value
+    if src.name in FP8:
+        return convert(_from_fp8(value, src, vec), _F16, dst, vec)
+    if dst.name in FP8:
+        return _to_fp8(convert(value, src, _F32, vec), dst, vec)
+    target = value_type(dst, vec)
+    if dst.kind == "bool":  # C's conversion to bool: nonzero (and NaN) is true
+        zero = const(value.type, 0)
+        if src.is_float:
+            return arith.cmpf(arith.CmpFPredicate.UNE, value, zero)
+        return arith.cmpi(arith.CmpIPredicate.ne, value, zero)
+    if src.is_float and dst.is_float:
+        return arith.extf(target, value) if dst.bits > src.bits else arith.truncf(target, value)
+    if dst.is_float:
+        return arith.uitofp(target, value) if src.kind == "bool" else \
+            arith.sitofp(target, value)
+    if src.is_float:
+        return arith.fptosi(target, value)
+    if src.kind == "bool" or dst.bits > src.bits:
+        return arith.extui(target, value) if src.kind == "bool" else arith.extsi(target, value)
+    return arith.trunci(target, value)
+
+
+def _pairs(bytes_: ir.Value, vec: int) -> list[ir.Value]:
+    """The vector<2xi8> pairs of `vec` bytes (one byte is padded with a zero)."""
+    if vec == 1:
+        return [vector.from_elements(ir.VectorType.get([2], bytes_.type),
+                                     [bytes_, const(bytes_.type, 0)])]
+    pair = ir.VectorType.get([2], ir.IntegerType.get_signless(8))
+    return [vector.extract_strided_slice(pair, bytes_, [2 * i], [2], [1])
+            for i in range(vec // 2)]
+
+
+def concat(parts: list[ir.Value]) -> ir.Value:
+    """Vectors of one type joined end to end (a tree of shuffles)."""
+    while len(parts) > 1:
+        joined = []
+        for left, right in zip(parts[::2], parts[1::2], strict=True):
+            width = ir.VectorType(left.type).shape[0]
+            joined.append(vector.shuffle(left, right, list(range(2 * width))))
+        parts = joined
+    return parts[0]
+
+
+def _from_fp8(value: ir.Value, src: DType, vec: int) -> ir.Value:
+    """fp8 -> f16, exactly: cvt.rn.f16x2.e4m3x2 / .e5m2x2, a pair of bytes at a time."""
+    bytes_ = arith.bitcast(value_type(_I8, vec), value)
+    fp8 = ir.TypeAttr.get(ir.Type.parse(src.mlir))
+    halves = ir.VectorType.get([2], ir.F16Type.get())
+    parts = [nvvm.convert_f8x2_to_f16x2(halves, pair, fp8) for pair in _pairs(bytes_, vec)]
+    return vector.extract(parts[0], [], [0]) if vec == 1 else concat(parts)
+
+
+def _to_fp8(value: ir.Value, dst: DType, vec: int) -> ir.Value:
+    """f32 -> fp8, rounded to nearest even by cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32, a
+    pair at a time. That saturates: right for e4m3fn (no Inf: +-448); for e5m2, which
+    keeps Inf, what must become Inf (Inf, and |x| >= 61440, halfway past the largest
+    finite 57344) comes out as the largest finite byte, one below Inf's: it gets +1."""
+    wide, lanes = _pair_lanes(value, vec)
+    pair_type = ir.VectorType.get([2], ir.IntegerType.get_signless(8))
+    fp8 = ir.TypeAttr.get(ir.Type.parse(dst.mlir))
+    rnd = ir.Attribute.parse("#nvvm.fp_rnd_mode<rn>")
+    sat = ir.Attribute.parse("#nvvm.sat_mode<satfinite>")
+    # cvt d, a, b puts a in d's upper byte: the pair (x0, x1) goes as (a, b) = (x1, x0)
+    bytes_ = concat([nvvm.convert_f32x2_to_f8x2(pair_type, high, low, fp8, rnd=rnd, sat=sat)
+                     for low, high in zip(lanes[::2], lanes[1::2], strict=True)])
+    if dst.name == "f8e5m2":
+        big = arith.cmpf(arith.CmpFPredicate.OGE, math.absf(wide), const(wide.type, 61440.0))
+        bytes_ = arith.addi(bytes_, arith.extui(bytes_.type, big))
+    if vec == 1:
+        bytes_ = vector.extract(bytes_, [], [0])
+    return arith.bitcast(value_type(dst, vec), bytes_)
+
+
+def _pair_lanes(value: ir.Value, vec: int) -> tuple[ir.Value, list[ir.Value]]:
+    """A scalar or vector as an even-length vector and its lanes (one lane: zero-padded)."""
+    if vec == 1:
+        lanes = [value, const(value.type, 0.0)]
+        return vector.from_elements(ir.VectorType.get([2], value.type), lanes), lanes
+    return value, [vector.extract(value, [], [i]) for i in range(vec)]
+
+
+# ---------------------------------------------------------------- memory
+
+
+def _packed_bools(vec: int) -> ir.Type:
+    return ir.VectorType.get([8 * vec], ir.IntegerType.get_signless(1))
+
+
+def _bytes(vec: int) -> ir.VectorType:
+    return ir.VectorType.get([vec], ir.IntegerType.get_signless(8))
+
+
+_DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
+
+
+def _byte_address(address: Address) -> Address:
+    """A bool's address in a form a vector access takes: a memref whose innermost stride
+    is not 1 (a broadcast or strided view) is re-viewed as one unit-stride element."""
+    buffer, indices = address
+    strides, _ = ir.MemRefType(buffer.type).get_strides_and_offset()
+    if not strides or strides[-1] == 1:
+        return address
+    meta = memref.ExtractStridedMetadataOp(buffer)
+    rank = len(indices)
+    base, offset = meta.results[0], meta.results[1]
+    linear = offset
+    for index, stride in zip(indices, list(meta.results)[2 + rank:], strict=True):
+        linear = arith.addi(linear, arith.muli(index, stride))
+    memref_type = ir.MemRefType(buffer.type)
+    one = ir.MemRefType.get([1], memref_type.element_type,
+                            ir.StridedLayoutAttr.get(_DYNAMIC, [1]), memref_type.memory_space)
+    view = memref.reinterpret_cast(one, base, [linear], [], [], [_DYNAMIC], [1], [1])
+    return view, [const(ir.IndexType.get(), 0)]
+
+
+def load(address: Address, dtype: DType, vec: int) -> ir.Value:
+    buffer, indices = address
+    if dtype.kind == "bool":
+        buffer, indices = _byte_address(address)
+        packed = vector.load(_packed_bools(vec), buffer, indices, alignment=vec)
+        bytes_ = vector.bitcast(_bytes(vec), packed)
+        if vec == 1:
+            bytes_ = vector.extract(bytes_, [], [0])
+        return arith.cmpi(arith.CmpIPredicate.ne, bytes_, const(bytes_.type, 0))
+    if vec == 1:
+        return memref.load(buffer, indices)
+    return vector.load(value_type(dtype, vec), buffer, indices, alignment=vec * dtype.bytes)
+
+
+def store(value: ir.Value, address: Address, dtype: DType, vec: int) -> None:
+    buffer, indices = address
+    if dtype.kind == "bool":
+        buffer, indices = _byte_address(address)
+        if vec == 1:
+            value = vector.broadcast(ir.VectorType.get([1], value.type), value)
+        bytes_ = arith.extui(_bytes(vec), value)
+        vector.store(vector.bitcast(_packed_bools(vec), bytes_), buffer, indices, alignment=vec)
+    elif vec == 1:
+        memref.store(value, buffer, indices)
+    else:
+        vector.store(value, buffer, indices, alignment=vec * dtype.bytes)
+
+
+def row_of(info: OpInfo) -> op_table.EwOp:
+    """The registry row a tile op applies: its `op` for elementwise, `copy` for copies."""
+    attrs = info.op.operation.attributes
+    name = ir.StringAttr(attrs["op"]).value if "op" in attrs else "copy"
+    row = op_table.lookup(name)
+    assert row is not None, f"tile-verify lets only registry ops through, got {name}"
+    return row
+
+
+def row_major(indices: list[ir.Value], sizes: list[ir.Value]) -> ir.Value:
+    """The row-major linear index of `indices` over dims of `sizes` (the first size is
+    not needed): ((i0 * s1 + i1) * s2 + i2)...; 0 for a 0-d tile."""
+    if not indices:
+        return const(ir.IndexType.get(), 0)
+    linear = indices[0]
+    for index, size in zip(indices[1:], sizes[1:], strict=True):
+        linear = arith.addi(arith.muli(linear, size), index)
+    return linear
+
+
+class Compute:
+    """Builds dst[at] = row(inputs[at]) for one access."""
+
+    def __init__(self, info: OpInfo, row: op_table.EwOp | None = None):
+        self.info = info
+        self.row = row or row_of(info)
+        inputs = [operand.dtype.name for operand in info.sources]
+        self.compute = DTYPES[self.row.compute_dtype(inputs, info.dst.dtype.name)]
+        self.result = DTYPES["bool"] if self.row.out == "bool" else self.compute
+
+    @property
+    def indexed(self) -> bool:
+        """Whether the row needs each access's position (`index` of load and apply)."""
+        return self.row.indexed
+
+    def load(self, at: dict[int, Address], vec: int, splat: frozenset[int] = frozenset(),
+             index: ir.Value | None = None) -> list[ir.Value]:
+        """Every input at `at`, in the compute type (kept inputs in their own); for an
+        indexed row, the last is the position of each lane (`index`: the access's first)."""
+        if self.row.indexed:
+            assert index is not None, "an indexed row needs the access's index from its variant"
+            *inputs, _ = self.info.sources
+            return [*(self._input(n, operand, at, vec, splat) for n, operand in enumerate(inputs)),
+                    self._position(index, vec)]
+        return [self._input(n, operand, at, vec, splat)
+                for n, operand in enumerate(self.info.sources)]
+
+    def finish(self, args: list[ir.Value], at: dict[int, Address], vec: int) -> None:
+        """The body on loaded inputs, converted to dst's type and stored at `at`."""
+        dst = self.info.dst
+        ty = value_type(self.compute, vec)
+        storage = self.row.storage_type(dst.dtype.name)
+        result = self.row.body(args, ty, storage=storage) if self.row.storage else \
+            self.row.body(args, ty)
+        store(convert(result, self.result, dst.dtype, vec), at[dst.index], dst.dtype, vec)
+
+    def apply(self, at: dict[int, Address], vec: int, splat: frozenset[int] = frozenset(),
+              index: ir.Value | None = None) -> None:
+        self.finish(self.load(at, vec, splat, index), at, vec)
+
+    def _position(self, index: ir.Value, vec: int) -> ir.Value:
+        """base + index (+ lane), i64: the base is the last input, an i64 scalar
+        (tile-verify)."""
+        base = self.info.sources[-1].value
+        i64 = ir.IntegerType.get_signless(64)
+        first = arith.addi(base, arith.index_cast(i64, index))
+        if vec == 1:
+            return first
+        lanes_type = ir.VectorType.get([vec], i64)
+        lanes = arith.constant(lanes_type, ir.DenseElementsAttr.get(
+            [ir.IntegerAttr.get(i64, lane) for lane in range(vec)], type=lanes_type))
+        return arith.addi(vector.broadcast(lanes_type, first), lanes)
+
+    def _input(self, n: int, operand: Operand, at: dict[int, Address], vec: int,
+               splat: frozenset[int]) -> ir.Value:
+        target = operand.dtype if n in self.row.keep else self.compute
+        if not operand.is_memref:
+            return broadcast(convert(operand.value, operand.dtype, target, 1), target, vec)
+        if operand.index in splat:  # one element, the same for every lane
+            value = load(at[operand.index], operand.dtype, 1)
+            return broadcast(convert(value, operand.dtype, target, 1), target, vec)
+        return convert(load(at[operand.index], operand.dtype, vec), operand.dtype, target, vec)

@@ -1,0 +1,88 @@
+"""Small IR-building helpers shared by the lowering variants.
+
+All functions build at the current insertion point and location (callers run
+under `with ir.InsertionPoint(...), loc:`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mlir import ir
+from mlir.dialects import arith, gpu, llvm
+
+from tile_mlir.contract import SCOPE_THREADS
+
+
+def const_index(value: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), value)
+
+
+def const(type_: ir.Type, value: float | int | bool) -> ir.Value:
+    """A scalar constant, or a splat when `type_` is a vector."""
+    if isinstance(type_, ir.VectorType):
+        elem = ir.VectorType(type_).element_type
+        splat = ir.DenseElementsAttr.get_splat(type_, _scalar_attr(elem, value))
+        return arith.constant(type_, splat)
+    return arith.constant(type_, _scalar_attr(type_, value))
+
+
+def _scalar_attr(type_: ir.Type, value: float | int | bool) -> ir.Attribute:
+    if isinstance(type_, ir.IntegerType | ir.IndexType):
+        return ir.IntegerAttr.get(type_, int(value))
+    return ir.FloatAttr.get(type_, float(value))
+
+
+def element_type(type_: ir.Type) -> ir.Type:
+    return ir.VectorType(type_).element_type if isinstance(type_, ir.VectorType) else type_
+
+
+def with_element_type(type_: ir.Type, elem: ir.Type) -> ir.Type:
+    """`type_` (a scalar or a vector) with its element type replaced."""
+    if isinstance(type_, ir.VectorType):
+        return ir.VectorType.get(ir.VectorType(type_).shape, elem)
+    return elem
+
+
+def _mangle(type_: ir.Type) -> str:
+    """LLVM's overloaded-intrinsic suffix for a type: f32, v4f32, bf16, v2f16."""
+    if isinstance(type_, ir.VectorType):
+        vec = ir.VectorType(type_)
+        return f"v{vec.shape[0]}{_mangle(vec.element_type)}"
+    return str(type_)
+
+
+def intrinsic(base: str, args: Sequence[ir.Value], result: ir.Type | None = None) -> ir.Value:
+    """Call an overloaded LLVM intrinsic, mangled by the result type (`llvm.sqrt.v4f32`).
+
+    Used where the math dialect's libdevice lowering is not what the op
+    promises (math.sqrt becomes the approximate `sqrt.approx.f32`).
+    """
+    result = result or args[0].type
+    op = llvm.CallIntrinsicOp(result, f"{base}.{_mangle(result)}", list(args), [], [])
+    return op.results[0]
+
+
+def linear_thread_id(block: Sequence[int]) -> ir.Value:
+    """threadIdx linearized as x + bx * (y + by * z), emitting only the axes in use."""
+    tid = gpu.thread_id(gpu.Dimension.x)
+    if block[1] > 1 or block[2] > 1:
+        y = gpu.thread_id(gpu.Dimension.y)
+        tid = arith.addi(tid, arith.muli(y, const_index(block[0])))
+    if block[2] > 1:
+        z = gpu.thread_id(gpu.Dimension.z)
+        tid = arith.addi(tid, arith.muli(z, const_index(block[0] * block[1])))
+    return tid
+
+
+def scope_thread_index(scope: str, block: Sequence[int] | None) -> ir.Value:
+    """This thread's index among the threads of an execution scope."""
+    if scope == "thread":
+        return const_index(0)
+    if scope == "warp" and block is None:
+        return gpu.lane_id()
+    assert block is not None, f"scope {scope} needs the kernel's block size"
+    tid = linear_thread_id(block)
+    if scope == "cta" or block[0] * block[1] * block[2] <= SCOPE_THREADS[scope]:
+        return tid
+    return arith.remui(tid, const_index(SCOPE_THREADS[scope]))

@@ -1,0 +1,110 @@
+"""Barriers between tile ops that share memory, at the scope that needs them.
+
+Each variant decides which thread touches which element, so two tile ops
+that touch the same shared or global buffer may pair different threads with
+an element: the second must wait for the first. Walking each block in order,
+this keeps the buffers touched since the last barrier; before an op that
+writes one of them, or reads one written since, it puts the widest scope's
+barrier of the two ops: `gpu.barrier` (bar.sync 0) for a CTA, a named barrier
+of 128 threads for a warpgroup, `bar.warp.sync` for a warp, none for a thread.
+A `gpu.barrier` already in the block counts. Register buffers are private to
+their threads and never need one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, gpu, nvvm
+
+from tile_mlir.dialects.tile import SCOPES
+from tile_mlir.lowering.support.alignment import root_buffer
+from tile_mlir.lowering.support.analysis import memory_space
+from tile_mlir.lowering.support.emit import const, const_index, linear_thread_id
+
+_TILE_OPS = ("tile.copy", "tile.elementwise", "tile.reduce")
+
+
+@dataclass
+class _Touch:
+    buffer: ir.Value
+    writes: bool
+    scope: str
+
+
+def _touches(op: ir.Operation) -> list[_Touch]:
+    scope = ir.StringAttr(op.attributes["scope"]).value
+    found = []
+    for n, value in enumerate(op.operands):
+        if not isinstance(value.type, ir.MemRefType):
+            continue
+        if memory_space(ir.MemRefType(value.type)) == "local":
+            continue
+        found.append(_Touch(root_buffer(value), writes=n == 0, scope=scope))
+    return found
+
+
+def _conflict(touches: list[_Touch], pending: list[_Touch]) -> str | None:
+    """The widest scope of any conflicting pair, None when nothing conflicts."""
+    widest = None
+    for new in touches:
+        for old in pending:
+            if new.buffer == old.buffer and (new.writes or old.writes):
+                for scope in (new.scope, old.scope):
+                    if widest is None or SCOPES.index(scope) > \
+                            SCOPES.index(widest):
+                        widest = scope
+    return None if widest == "thread" else widest
+
+
+def barrier(scope: str, block: tuple[int, int, int] | None) -> None:
+    """The barrier of one scope, at the insertion point."""
+    if scope == "cta":
+        gpu.barrier()
+    elif scope == "warpgroup":
+        assert block is not None
+        i32 = ir.IntegerType.get_signless(32)
+        group = arith.divui(linear_thread_id(block), const_index(128))
+        ident = arith.addi(arith.index_cast(i32, group), const(i32, 1))  # 0 is bar.sync 0's
+        nvvm.BarrierOp(None, barrierId=ident, numberOfThreads=const(i32, 128))
+    elif scope == "warp":
+        nvvm.bar_warp_sync(const(ir.IntegerType.get_signless(32), -1))
+
+
+_LOOPS = ("scf.for", "scf.while", "scf.parallel")
+
+
+def _plan(block: ir.Block, pending: list[_Touch]) -> tuple[list[tuple[ir.OpView, str]],
+                                                          list[_Touch]]:
+    """Where barriers go in one pass over the block, and what is pending at its end."""
+    needed = []
+    for op in block.operations:
+        name = op.operation.name
+        if name == "gpu.barrier":
+            pending = []
+            continue
+        if name not in _TILE_OPS:
+            continue
+        touches = _touches(op.operation)
+        scope = _conflict(touches, pending)
+        if scope is not None:
+            needed.append((op, scope))
+            pending = [t for t in pending if SCOPES.index(t.scope) > SCOPES.index(scope)]
+        pending = pending + touches
+    return needed, pending
+
+
+def insert_barriers(block: ir.Block, kernel_block: tuple[int, int, int] | None) -> None:
+    """Put the needed barriers between the tile ops of one block (not nested ones).
+
+    In a loop body the accesses of the previous iteration are pending at the
+    top, so a hazard around the back edge gets its barrier too.
+    """
+    parent = block.owner
+    _, carried = _plan(block, []) if parent is not None and \
+        parent.operation.name in _LOOPS else ([], [])
+    needed, _ = _plan(block, carried)
+    for op, scope in needed:
+        with ir.InsertionPoint(op), op.location:
+            barrier(scope, kernel_block)
