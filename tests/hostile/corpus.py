@@ -8,8 +8,9 @@ Families (`Case.family`):
   operands    each operand dropped, an extra one added, unranked and non-memref operands
   grammar     kernels from the dialect's grammar with 0 to 3 random perturbations
   layouts     tile.alloc with layouts from the notation's grammar (tests/hostile/layouts.py)
-  mutations   examples/*.mlir and lit-tests/**/*.mlir with bytes flipped, lines deleted or
-              doubled, tokens swapped or replaced, the text truncated
+  mutations   every examples/*.mlir and lit-tests/**/*.mlir file ('// -----' chunk) in
+              turn, with bytes flipped, lines deleted or doubled, tokens swapped or
+              replaced, the text truncated
   bytes       binary files, non-UTF-8 text, encodings, NULs, deep nesting, huge lines
 
 The first five are enumerated; the last four are random and fill the rest of `count`.
@@ -187,13 +188,13 @@ ENUMERATED: tuple[tuple[str, Callable[[int], Iterator[tuple[str, str]]]], ...] =
 # ------------------------------------------------------------------- random
 
 
-def grammar_case(rng: random.Random) -> tuple[bytes, str]:
+def grammar_case(rng: random.Random, index: int) -> tuple[bytes, str]:
     changes = rng.choice((0, 1, 1, 1, 1, 2, 2, 3))
     text, what = grammar.hostile_kernel(rng, changes)
     return text.encode(), "; ".join(what) or "valid"
 
 
-def layout_case(rng: random.Random) -> tuple[bytes, str]:
+def layout_case(rng: random.Random, index: int) -> tuple[bytes, str]:
     """Half from the notation's grammar (mostly wrong), half valid variations of the
     templates' layouts (padded, permuted, offset, replicated) that the lowering sees."""
     maker = rng.choice((grammar.shared_kernel, grammar.register_kernel, grammar.reduce_kernel))
@@ -267,8 +268,9 @@ def _mutate_bytes(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     return data[:i], f"truncated to {i} bytes"
 
 
-def mutation_case(rng: random.Random) -> tuple[bytes, str]:
-    name, text = rng.choice(seed_files())
+def mutation_case(rng: random.Random, index: int) -> tuple[bytes, str]:
+    """Every file (chunk) in turn, with one to three mutations."""
+    name, text = seed_files()[index % len(seed_files())]
     notes = [name]
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
         if rng.random() < 0.8:
@@ -337,7 +339,7 @@ def _random_bytes(rng: random.Random) -> tuple[bytes, str]:
     return head + rng.randbytes(size), f"{size} random bytes after {head!r}"
 
 
-def bytes_case(rng: random.Random) -> tuple[bytes, str]:
+def bytes_case(rng: random.Random, index: int) -> tuple[bytes, str]:
     maker = rng.choice((_bad_byte, _bad_byte, _encoded, _extreme, _random_bytes, _random_bytes))
     return maker(rng)
 
@@ -348,7 +350,7 @@ FIXED_BYTES = ((b"", "empty"), (b"\n\n  \t\n", "whitespace"), (b"// only a comme
                (b"module {\r}\r", "CR line ends"), (b'module attributes {a = "\xff"} {}\n',
                                                     "0xff in a string"))
 
-RANDOM: tuple[tuple[str, float, Callable[[random.Random], tuple[bytes, str]]], ...] = (
+RANDOM: tuple[tuple[str, float, Callable[[random.Random, int], tuple[bytes, str]]], ...] = (
     ("grammar", 0.45, grammar_case), ("layouts", 0.15, layout_case),
     ("mutations", 0.32, mutation_case), ("bytes", 0.08, bytes_case))
 
@@ -363,7 +365,7 @@ def generate(seed: int = DEFAULT_SEED, count: int = DEFAULT_COUNT) -> list[Case]
     room = max(count - len(cases), 0)
     for family, share, maker in RANDOM:
         for i in range(round(room * share)):
-            data, note = maker(_rng(seed, family, i))
+            data, note = maker(_rng(seed, family, i), i)
             cases.append(Case(f"{family}-{i:04}", family, data, note))
     return cases
 

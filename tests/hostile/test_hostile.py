@@ -77,6 +77,8 @@ def test_the_corpus_is_seeded_large_and_covers_every_family() -> None:
                 "mutations", "bytes"}
     assert set(families) == expected and min(families.values()) >= 40, families
     assert sum(1 for c in cases if not _is_utf8(c.data)) >= 20
+    mutated = {c.note.split(";")[0] for c in cases if c.family == "mutations"}
+    assert mutated == {name for name, _ in corpus.seed_files()}
 
 
 def _is_utf8(data: bytes) -> bool:
