@@ -142,6 +142,35 @@ class Step:
     upstream: str | None = None
 
 
+# The chips LLVM's NVPTX backend knows (sm_<n>, sm_<n>a, sm_<n>f) and the PTX version
+# each needs (x10), measured with the bundled LLVM: an unknown chip aborts the process
+# on the first instruction it lacks, and a PTX version too old for the chip makes LLVM
+# exit(1), both from inside compile().
+_CHIPS = {20: 60, 21: 60, 30: 60, 32: 60, 35: 60, 37: 60, 50: 60, 52: 60, 53: 60, 60: 60,
+          61: 60, 62: 60, 70: 60, 72: 61, 75: 63, 80: 70, 86: 71, 87: 74, 88: 90, 89: 78,
+          90: 78, 100: 86, 101: 86, 103: 88, 110: 90, 120: 87, 121: 88}
+_CHIP = re.compile(r"sm_(\d+)([af]?)")
+
+
+def check_target(values: Mapping[str, str], where: str) -> None:
+    """PipelineError unless a pipeline's `chip` is one LLVM knows and its `features` give
+    a PTX version that has the chip."""
+    chip, features = values.get("chip", ""), values.get("features", "")
+    if not chip or "$" in chip:
+        return
+    m = _CHIP.fullmatch(chip)
+    if m is None or int(m.group(1)) not in _CHIPS:
+        known = ", ".join(f"sm_{n}" for n in _CHIPS)
+        raise PipelineError(f"{where}: unknown chip '{chip}' (chips: {known}, and sm_90a ...)")
+    need = _CHIPS[int(m.group(1))]
+    if m.group(2) == "f" or chip == "sm_90a":
+        need = 88 if m.group(2) == "f" else 80
+    given = [int(v) for v in re.findall(r"\+ptx(\d+)", features)]
+    if given and max(given) < need:
+        raise PipelineError(f"{where}: chip {chip} needs PTX {need // 10}.{need % 10} or newer "
+                            f"(features=+ptx{need}), but features={features}")
+
+
 @dataclass
 class Expander:
     """Expands named pipelines and instantiates tile passes."""
@@ -208,6 +237,7 @@ class Expander:
                 raise PipelineError(f"pipeline {name} has no parameter {', '.join(unknown)} "
                                     f"(parameters: {', '.join(named.params) or 'none'})")
             values.update(given)
+            check_target(values, name)
             return self._expand(named.expand_text(values), depth + 1)
         if nested is not None:
             self._reject_nested_tile(name, nested)

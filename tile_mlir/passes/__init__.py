@@ -26,6 +26,7 @@ PASSES: dict[str, str] = {
     "tile-barriers": "tile_mlir.passes.tile_barriers",
     "tile-buffers": "tile_mlir.passes.tile_buffers",
     "tile-lower": "tile_mlir.passes.tile_lower",
+    "tile-target": "tile_mlir.passes.tile_target",
 }
 """Pass name -> the module that defines it (imported on first use), in pipeline order."""
 
