@@ -33,6 +33,8 @@ EXTRAS: tuple[list[str], ...] = (
     ["--split-input-file", "-p", "tile-to-ptx", "--emit=ptx"],
 )
 TIMEOUT_S = 30
+CHIPS = ("sm_90", "sm_80", "sm_90", "sm_89", "sm_90a", "sm_70")
+"""Targets of the PTX runs and compile(), in turn: chips without fp8 or wgmma too."""
 
 
 @dataclass(frozen=True)
@@ -46,21 +48,24 @@ class Failure:
         """The command line that runs this job again (from the repository root)."""
         if self.job["mode"] == "compile":
             return (f"python -c \"import tile_mlir, pathlib; tile_mlir.compile(pathlib.Path("
-                    f"'{self.path}').read_text(), chip='sm_90', cubin=False, cache=False)\"")
+                    f"'{self.path}').read_text(), chip='{self.job['chip']}', cubin=False, "
+                    "cache=False)\"")
         argv = " ".join(self.job["argv"])
         return f"python -m tile_mlir {argv}" + (f" < {self.path}" if self.job["stdin"] else "")
 
 
 def jobs_for(case: Case, path: Path, n: int) -> list[dict[str, Any]]:
-    """Each pipeline (the first through stdin for every fourth case), compile(), and
-    every eighth case one of the EXTRAS in turn."""
+    """Each pipeline (the first through stdin for every fourth case, PTX for a chip of
+    CHIPS in turn), compile() (for another), and every eighth case one of the EXTRAS."""
     base = {"id": case.id, "input": str(path), "timeout": TIMEOUT_S}
     jobs = []
     for name, args in PIPELINES.items():
         stdin = name == "tile-verify" and n % 4 == 3
-        argv = ["-" if stdin else str(path), *args]
+        chip = ["--chip", CHIPS[n % len(CHIPS)]] if name == "tile-to-ptx" else []
+        argv = ["-" if stdin else str(path), *args, *chip]
         jobs.append({**base, "mode": "tile-opt", "name": name, "argv": argv, "stdin": stdin})
-    jobs.append({**base, "mode": "compile", "name": "compile", "argv": [], "stdin": False})
+    jobs.append({**base, "mode": "compile", "name": "compile", "argv": [], "stdin": False,
+                 "chip": CHIPS[(n + 3) % len(CHIPS)]})
     if n % 8 == 0:
         extra = EXTRAS[(n // 8) % len(EXTRAS)]
         jobs.append({**base, "mode": "tile-opt", "name": " ".join(extra),

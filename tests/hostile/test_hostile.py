@@ -12,8 +12,9 @@ nesting (random, filling up the count).
 
 How it runs (runner.py, worker.py): each input goes through `tile-opt
 --tile-verify` (every fourth through stdin), `-p tile-to-gpu`, `-p tile-to-ptx
---emit=ptx`, `compile(text, chip="sm_90", cubin=False, cache=False)`, and one
-input in eight through one more flag set (--tile-explain alone, IR printing,
+--emit=ptx --chip C`, `compile(text, chip=C', cubin=False, cache=False)` (chips
+from sm_70 to sm_90a in turn, so fp8 meets chips without it), and one input in
+eight through one more flag set (--tile-explain alone, IR printing,
 --verify-diagnostics, --split-input-file). Each run is a forked child of one
 worker process that imported MLIR and tile_mlir but made no Context, so it
 costs milliseconds instead of a fresh interpreter's 0.4 s; a child that dies

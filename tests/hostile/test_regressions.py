@@ -192,3 +192,45 @@ def test_the_shortcut_only_accepts_injective_layouts() -> None:
             accepted += 1
             assert len(keys) == layout.size, layout
     assert accepted > 300
+
+
+# ---------------------------------------------------------------------- targets
+
+FP8_EXP = KERNEL.format(
+    args="%a: memref<64xf8E4M3FN>, %b: memref<64xf8E4M3FN>", block=64,
+    body='"tile.elementwise"(%a, %b) {op = "exp", scope = "cta", operandSegmentSizes = '
+         "array<i32: 1, 1, 0, 0>} : (memref<64xf8E4M3FN>, memref<64xf8E4M3FN>) -> ()")
+
+
+@pytest.mark.parametrize("target", ["--chip=sm_80", "--chip=sm_89", "--chip=sm_70"])
+def test_fp8_on_a_chip_without_it_is_located_not_an_llvm_abort(tmp_path: Path,
+                                                               target: str) -> None:
+    path = tmp_path / "in.mlir"
+    path.write_text(FP8_EXP)
+    assert_located(tile_opt(path, "-p", "tile-to-ptx", "--emit=ptx", target), f"{path}:3:5",
+                   "fp8 conversions need sm_90, or sm_89 with features=+ptx81")
+    with pytest.raises(CompileError, match="<input>:3:5: error: fp8 conversions need"):
+        tile_mlir.compile(FP8_EXP, chip=target.split("=")[1], cubin=False, cache=False)
+
+
+def test_fp8_where_the_chip_has_it(tmp_path: Path) -> None:
+    path = tmp_path / "in.mlir"
+    path.write_text(FP8_EXP)
+    for pipeline in ("tile-to-ptx{chip=sm_89 features=+ptx81}", "tile-to-ptx{chip=sm_90}"):
+        result = tile_opt(path, "-p", pipeline, "--emit=ptx")
+        assert result.returncode == 0 and "cvt.rn.satfinite.e4m3x2.f32" in result.stdout
+
+
+@pytest.mark.parametrize(("chip", "message"), [
+    ("foo", "unknown chip 'foo'"),
+    ("sm_91", "unknown chip 'sm_91'"),
+    ("sm_100", "chip sm_100 needs PTX 8.6 or newer (features=+ptx86), but features=+ptx80"),
+])
+def test_a_chip_llvm_would_abort_or_exit_on_is_refused(tmp_path: Path, chip: str,
+                                                       message: str) -> None:
+    path = tmp_path / "in.mlir"
+    path.write_text(kernel())
+    result = tile_opt(path, "-p", "tile-to-ptx", "--emit=ptx", "--chip", chip)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    with pytest.raises(ValueError, match=f"'?{chip}'?"):  # compile() names the chip too
+        tile_mlir.compile(kernel(), chip=chip, cubin=False, cache=False)

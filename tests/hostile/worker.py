@@ -11,7 +11,8 @@ A child that runs past its time limit is killed by SIGALRM; one that asks
 for more than the memory limit fails its allocation (MemoryError or abort).
 
 Job (JSON object): id, mode ("tile-opt", "compile", "abort", "hang"), input
-(a file), argv (tile-opt's arguments), stdin (feed input on fd 0), timeout.
+(a file), argv (tile-opt's arguments), stdin (feed input on fd 0), timeout, chip
+(compile()'s, named so that no child spends ~40 ms probing for a GPU).
 Result (one JSON line per job): the job's fields, exit or signal, stdout
 (its head), stdout_traceback (a traceback anywhere in stdout), stderr, seconds.
 """
@@ -36,7 +37,6 @@ STDOUT_HEAD = 4096
 STDERR_LIMIT = 1 << 20
 MEMORY_LIMIT = 16 << 30  # address space per child: far above a normal compile (~1.5 GiB)
 TRACEBACK = "Traceback (most recent call last)"
-CHIP = "sm_90"  # named, so that no child spends ~40 ms probing for a GPU
 
 
 def _warm_imports() -> None:
@@ -85,7 +85,7 @@ def _run_compile(job: dict[str, Any]) -> int:
     if isinstance(source, str) and "\n" not in source and source.endswith(".mlir"):
         source = path  # compile() would take the text for a path
     try:
-        compile_(source, chip=CHIP, cubin=False, cache=False)
+        compile_(source, chip=job.get("chip", "sm_90"), cubin=False, cache=False)
         verdict: dict[str, Any] = {"result": "ok"}
     except CompileError as e:
         diagnostics = [{"severity": d.severity, "loc": str(d.loc) if d.loc else None,
