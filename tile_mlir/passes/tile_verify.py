@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -373,25 +374,39 @@ class Pass(TilePass):
 
 
 def _check_sizes(root: ir.Operation) -> bool:
-    """Every memref value (block arguments, results) has a size MLIR can compute."""
+    """Every memref value (block arguments, results) has a size MLIR can compute, and
+    every data layout an index width the NVVM lowering can take."""
     ok = True
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal ok
-        for region in op.regions:
-            for block in region.blocks:
-                for arg in block.arguments:
-                    if oversized(arg.type):
-                        arg.location.emit_error(f"argument {arg.arg_number} {oversized(arg.type)}")
-                        ok = False
-        for i, result in enumerate(op.results):
-            if oversized(result.type):
-                op_error(op, f"result {i} {oversized(result.type)}")
-                ok = False
+        errors = [(arg.location, f"argument {arg.arg_number} {oversized(arg.type)}")
+                  for region in op.regions for block in region.blocks
+                  for arg in block.arguments if oversized(arg.type)]
+        errors += [(op.location, f"'{op.name}' op result {i} {oversized(result.type)}")
+                   for i, result in enumerate(op.results) if oversized(result.type)]
+        errors += [(op.location, f"'{op.name}' op {e}") for e in index_width(op)]
+        for location, message in errors:
+            location.emit_error(message)
+        ok = ok and not errors
         return ir.WalkResult.ADVANCE
 
     root.walk(visit, ir.WalkOrder.PRE_ORDER)
     return ok
+
+
+_INDEX_ENTRY = re.compile(r"\bindex\s*[=,]\s*(-?\d+)")
+
+
+def index_width(op: ir.Operation) -> list[str]:
+    """A dlti.dl_spec index width other than 32 or 64 bits: LLVM asserts (and aborts) on
+    0, negative and huge ones, and no other width makes sense for a GPU kernel."""
+    spec = op.attributes.get("dlti.dl_spec")
+    m = _INDEX_ENTRY.search(str(spec)) if spec is not None else None
+    if m is None or int(m.group(1)) in (32, 64):
+        return []
+    return [f"has an index width of {m.group(1)} bits in dlti.dl_spec; kernels index with "
+            "32 or 64 bits"]
 
 
 def _check_kernels(root: ir.Operation) -> bool:
