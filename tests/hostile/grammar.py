@@ -115,6 +115,7 @@ class Kernel:
     kernel_keyword: bool = True
     wrapper: str = "gpu"  # gpu, func, bare (ops at the top level), loop (inside scf.for)
     container_attr: bool = True
+    module_attrs: str = ""  # on the gpu.module, e.g. a dlti.dl_spec
 
     def memrefs(self) -> list[Val]:
         values = [*self.args, *(op.result for op in self.ops if op.result)]
@@ -153,7 +154,9 @@ def render(kernel: Kernel) -> str:
                           *_body(kernel, "    "), "    return", "  }", "}", ""])
     keyword = " kernel" if kernel.kernel_keyword else ""
     attr_text = f" attributes {{{attrs}}}" if attrs else ""
-    return "\n".join([head, "  gpu.module @m {", f"    gpu.func @k({args}){keyword}{attr_text} {{",
+    module_attrs = f" attributes {{{kernel.module_attrs}}}" if kernel.module_attrs else ""
+    return "\n".join([head, f"  gpu.module @m{module_attrs} {{",
+                      f"    gpu.func @k({args}){keyword}{attr_text} {{",
                       *_body(kernel, "      "), "      gpu.return", "    }", "  }", "}", ""])
 
 
@@ -516,6 +519,15 @@ def huge_layout(rng: random.Random, kernel: Kernel) -> str:
     return f"buffer {value.type}, layout {text}"
 
 
+def index_width(rng: random.Random, kernel: Kernel) -> str:
+    """A data layout on the gpu.module: the index width the NVVM lowering uses."""
+    width = rng.choice(("32", "64", "0", "1", "16", "-1", "128", "16777216", "33"))
+    entry = rng.choice((f"index = {width} : i32", f"#dlti.dl_entry<index, {width} : i32>",
+                        f"index = {width} : i64", f"index = {width}"))
+    kernel.module_attrs = f"dlti.dl_spec = #dlti.dl_spec<{entry}>"
+    return kernel.module_attrs
+
+
 def reshape(rng: random.Random, kernel: Kernel) -> str:
     """Give every memref of one shape another shape, alloc layouts included, so the
     kernel stays consistent: huge, tiny and odd extents reach the lowering."""
@@ -563,7 +575,7 @@ PERTURBATIONS: tuple[Perturbation, ...] = (
     rank_change, odd_element_type, odd_space, odd_layout_type, unranked, odd_block, no_block,
     odd_scope, forced_variant, unknown_name, odd_axes, operand_count, odd_segments,
     signature_mismatch, results, scalar_dst, alias_operands, wrapper, reorder, alloc_layout,
-    alloc_layout, huge_layout,
+    alloc_layout, huge_layout, index_width,
 )
 GENTLE_PERTURBATIONS: tuple[Perturbation, ...] = (
     reshape, reshape, valid_block, strided, forced_variant, alias_operands)

@@ -138,6 +138,16 @@ def test_types_mlir_cannot_take_strides_of(tmp_path: Path, type_: str, where: st
         assert_located(tile_opt(path, "-p", pipeline), f"{path}:{where}", message)
 
 
+@pytest.mark.parametrize("width", [0, -1, 16, 16777216])
+def test_an_index_width_llvm_asserts_on_is_refused(tmp_path: Path, width: int) -> None:
+    path = tmp_path / "in.mlir"
+    text = kernel().replace("gpu.module @m {", "gpu.module @m attributes {dlti.dl_spec = "
+                            f"#dlti.dl_spec<index = {width} : i32>}} {{")
+    path.write_text(text)
+    assert_located(tile_opt(path, "-p", "tile-to-ptx", "--emit=ptx"), f"{path}:1:1",
+                   f"'gpu.module' op has an index width of {width} bits")
+
+
 def test_emit_ptx_of_an_input_without_kernels(tmp_path: Path) -> None:
     path = tmp_path / "in.mlir"
     path.write_text("module {}\n")
