@@ -34,6 +34,7 @@ THREAD_AXES: tuple[str, ...] = ("laneid", "warpid", "wgid", "tid")
 _AXIS_WEIGHT = {"laneid": 1, "warpid": 32, "wgid": 128, "tid": 1}
 _LANES = 32
 _INJECTIVITY_LIMIT = 1 << 20  # layouts larger than this are not enumerated
+_MAX_INT64 = (1 << 63) - 1
 
 
 class LayoutError(ValueError):
@@ -237,6 +238,9 @@ class TileLayout:
         lanes += sum((it.extent - 1) * it.stride for it in self.replicas if it.axis == "laneid")
         if lanes >= _LANES:
             raise LayoutError(f"laneid reaches {lanes}, past the {_LANES} lanes of a warp", text)
+        if max(self.storage_size, self.thread_count) > _MAX_INT64:  # MLIR's sizes are int64
+            raise LayoutError(f"layout reaches offset {self.storage_size - 1} and thread "
+                              f"{self.thread_count - 1}, past a 64-bit size", text)
         self._check_injective(text)
 
     def _check_injective(self, text: str) -> None:
