@@ -15,7 +15,7 @@ import pytest
 
 import tile_mlir
 from tile_mlir.diagnostics import CompileError
-from tile_mlir.layout import Iter, TileLayout, _mixed_radix
+from tile_mlir.layout import Iter, LayoutError, TileLayout, _mixed_radix
 
 TILE_OPT = [sys.executable, "-m", "tile_mlir"]
 
@@ -184,6 +184,20 @@ def test_a_million_element_layout_verifies_without_enumerating_it() -> None:
     TileLayout.parse("S[(1003, 1003)]")
     TileLayout.parse("S[(1024, 1000):(1, 1024)], O[3]")
     assert time.perf_counter() - started < 0.5
+
+
+@pytest.mark.parametrize("layout", ["S[(32, 8):(1@laneid, 9223372036854775808)]",
+                                    "S[(2, 2):(1, 9223372036854775807)]", "S[4], O[9223372036854775807]",
+                                    "S[(2, 32):(4611686018427387904@warpid, 1@laneid)]"])
+def test_a_layout_past_64_bits_is_a_layout_error(tmp_path: Path, layout: str) -> None:
+    """Its storage became a memref type the bindings cannot build (a TypeError)."""
+    with pytest.raises(LayoutError, match="past a 64-bit size"):
+        TileLayout.parse(layout)
+    path = tmp_path / "in.mlir"
+    path.write_text(kernel(body=f'%t = "tile.alloc"() {{layout = #tile.layout<"{layout}">}} : '
+                                "() -> memref<2xf32, #gpu.address_space<private>>"))
+    assert_located(tile_opt(path, "-p", "tile-to-gpu"), f"{path}:3:10",
+                   "'tile.alloc' op has an invalid layout")
 
 
 def test_the_shortcut_only_accepts_injective_layouts() -> None:
