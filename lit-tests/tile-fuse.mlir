@@ -39,14 +39,14 @@ gpu.module @m {
     "tile.copy"(%x, %g) {scope = "warp"} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16>) -> ()
     "tile.copy"(%y, %h) {scope = "warp"} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16>) -> ()
     %t1 = "tile.alloc"() {layout = #tile.layout<"S[(32, 8):(1@laneid, 1)]">} : () -> memref<32x8xbf16, #gpu.address_space<private>>
-    // expected-remark@+2 {{tile.elementwise add: not fused with the tile.copy at 39:5 that writes its input 0: the intermediate is read elsewhere (by tile.elementwise mul at 50:5)}}
-    // expected-remark@+1 {{tile.elementwise add: not fused with the tile.copy at 40:5 that writes its input 1: no lowering variant takes the fused op}}
     "tile.elementwise"(%t1, %x, %y) {op = "add", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>) -> ()
     %t2 = "tile.alloc"() {layout = #tile.layout<"S[(32, 8):(1@laneid, 1)]">} : () -> memref<32x8xbf16, #gpu.address_space<private>>
-    // expected-remark@+1 {{tile.elementwise gelu: fused the tile.elementwise add at 44:5 into it: expr ["add(%0, %1) : bf16", "gelu($0) : bf16"]}}
+    // expected-remark@+1 {{tile.elementwise gelu: fused the tile.elementwise add at 42:5 into it: expr ["add(%0, %1) : bf16", "gelu($0) : bf16"]}}
     "tile.elementwise"(%t2, %t1) {op = "gelu", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>) -> ()
     %r = "tile.alloc"() {layout = #tile.layout<"S[(32, 8):(1@laneid, 1)]">} : () -> memref<32x8xbf16, #gpu.address_space<private>>
-    // expected-remark@+1 {{tile.elementwise mul: fused the tile.elementwise fused(add, gelu) at 47:5 into it: expr ["add(%0, %1) : bf16", "gelu($0) : bf16", "mul($1, %0) : bf16"]}}
+    // expected-remark@+3 {{tile.elementwise mul: fused the tile.elementwise fused(add, gelu) at 45:5 into it: expr ["add(%0, %1) : bf16", "gelu($0) : bf16", "mul($1, %0) : bf16"]}}
+    // expected-remark@+2 {{tile.elementwise fused(add, gelu, mul): not fused with the tile.copy at 39:5 that writes its input 0: no lowering variant takes the fused op}}
+    // expected-remark@+1 {{tile.elementwise fused(add, gelu, mul): not fused with the tile.copy at 40:5 that writes its input 1: no lowering variant takes the fused op}}
     "tile.elementwise"(%r, %t2, %x) {op = "mul", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>) -> ()
     // expected-remark@+1 {{tile.copy: not fused with the tile.elementwise fused(add, gelu, mul) at 50:5 that writes its input 0: no lowering variant takes the fused op}}
     "tile.copy"(%o, %r) {scope = "warp"} : (memref<32x8xbf16>, memref<32x8xbf16, #gpu.address_space<private>>) -> ()
@@ -135,8 +135,8 @@ gpu.module @m {
   gpu.func @read_twice(%a: memref<256xf32>, %o: memref<256xf32>, %p: memref<256xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     %t = memref.alloca() : memref<256xf32>
     "tile.elementwise"(%t, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{not fused with the tile.elementwise exp at 137:5 that writes its input 0: the intermediate is read elsewhere (by tile.elementwise sqrt at 140:5)}}
     "tile.elementwise"(%o, %t) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
+    // expected-remark@+1 {{tile.elementwise sqrt: not fused with the tile.elementwise exp at 137:5 that writes its input 0: the intermediate is read elsewhere (by tile.elementwise neg at 138:5)}}
     "tile.elementwise"(%p, %t) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     gpu.return
   }

@@ -276,15 +276,25 @@ def _build(producer: ir.OpView, consumer: ir.OpView, temporary: ir.Value
 
 
 @dataclass
+class _Refusal:
+    """A pair that did not fuse (so far), and the remark that says why."""
+
+    producer: ir.Operation
+    value: ir.Value
+    location: ir.Location
+    message: str
+
+
+@dataclass
 class _Block:
     """One block's fusions: its ops in order, kept current as pairs fuse."""
 
     ops: list[ir.OpView]
     explain: TilePass | None
-    # pairs refused once are not asked again: the producer stays (it is before every op
-    # still to visit, and its temporary has another reader or cannot fuse), so its
-    # handle stays valid
-    refused: list[tuple[ir.Operation, ir.Value]] = field(default_factory=list)
+    # the refused pairs, each with why, reported once the block is done: a pair refused
+    # is asked again whenever its consumer has grown (the temporary's other reader may
+    # have fused into it), and leaves the list before its producer is erased
+    refused: list[_Refusal] = field(default_factory=list)
 
     def run(self) -> None:
         i = 0
@@ -293,6 +303,16 @@ class _Block:
                 while (fused := self._absorb(i)) is not None:
                     i = fused
             i += 1
+        if self.explain is not None:
+            for refusal in self.refused:
+                self.explain.remark(refusal.message, refusal.location)
+
+    def _forget(self, producer: ir.Operation, value: ir.Value) -> _Refusal | None:
+        """Take the pair's refusal out of the list (None when it has none)."""
+        for k, refusal in enumerate(self.refused):
+            if refusal.producer == producer and refusal.value == value:
+                return self.refused.pop(k)
+        return None
 
     def _absorb(self, i: int) -> int | None:
         """Fuse one producer into the consumer at i: the fused op's index, or None when
@@ -304,7 +324,7 @@ class _Block:
                 continue
             seen.append(value)
             j = self._producer(i, value)
-            if j is None or (self.ops[j].operation, value) in self.refused:
+            if j is None:
                 continue
             fused = self._fuse(j, i, value, n)
             if fused is not None:
@@ -328,11 +348,12 @@ class _Block:
         fused = None
         if not why:
             fused, why = _build(producer, consumer, temporary)
+        self._forget(producer.operation, temporary)  # the latest answer is the one kept
         if fused is None:
-            self.refused.append((producer.operation, temporary))
-            self._remark(consumer, f"{subject(consumer)}: not fused with the "
-                         f"{subject(producer)} at {where(producer)} that writes its input "
-                         f"{n}: {why}")
+            message = (f"{subject(consumer)}: not fused with the {subject(producer)} at "
+                       f"{where(producer)} that writes its input {n}: {why}")
+            self.refused.append(_Refusal(producer.operation, temporary,
+                                         consumer.operation.location, message))
             return None
         self._remark(fused, f"{subject(consumer)}: fused the {subject(producer)} at "
                      f"{where(producer)} into it: expr {_expr_text(fused)}")
