@@ -64,7 +64,8 @@ def different(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     NaN's sign and payload are not the arithmetic's: LLVM and the hardware may make
     either, and may choose differently where the code around differs)."""
     nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
-    return (_bits(a) != _bits(b)) & ~nan
+    differ: np.ndarray = (_bits(a) != _bits(b)) & ~nan
+    return differ
 
 
 @pytest.mark.parametrize("setting", ["registers", "threads"])
