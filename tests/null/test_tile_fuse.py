@@ -19,8 +19,10 @@ import numpy as np
 import pytest
 from support.fuse_programs import (
     FUSED,
+    GPU_CASES,
     UNFUSED,
     Chain,
+    GpuCase,
     Operand,
     elementwise_ops,
     expect_fused,
@@ -28,9 +30,11 @@ from support.fuse_programs import (
     program_text,
     random_chain,
     random_inputs,
+    reference,
     run_on_host,
 )
 
+import tile_mlir
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.op_table import fusion
 from tile_mlir.op_table.refs import alibi as ref_alibi
@@ -212,3 +216,22 @@ def test_parse_and_check() -> None:
         ["exp(%0) : f32", "neg(%0) : f32"]).problems(1))
     assert fusion.Expr.parse(["max(%0, %1) : f32"]).problems(2) == []  # aliases are rows
     assert DTYPES[expr.dtype].name == "f32"
+
+
+# ------------------------------------------------------------------ the gpu tier's chains
+
+
+@pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: c.name)
+def test_gpu_case_on_host(case: GpuCase, rng: np.random.Generator) -> None:
+    """The gpu tier's chains: one op when fused, the same bits as unfused on the host,
+    within the gpu tier's bound of the float64 reference (host libm here), and both
+    programs compile to cubins (ptxas accepts them)."""
+    check_chain(case.chain, rng)
+    inputs = random_inputs(case.chain, rng, special=False)
+    text = program_text(case.chain)
+    got = run_on_host(lower(text, FUSED), case.chain, inputs).astype(np.float64)
+    expected = reference(case.chain, inputs)
+    assert (np.abs(got - expected) <= case.rtol * np.abs(expected) + case.atol).all()
+    for source in (text, lower(text, UNFUSED)):
+        program = tile_mlir.compile(source, name=case.name)
+        assert program.cubin["kernels"][:4] == b"\x7fELF"

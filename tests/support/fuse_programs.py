@@ -392,3 +392,52 @@ def random_chain(rng: np.random.Generator, setting: str, length: int | None = No
     used = {a for link in draw.links for a in link.args if isinstance(a, str)}
     operands = tuple(o for o in draw.operands if o.name in used)
     return Chain(setting, operands, tuple(draw.links), width)
+
+
+# ------------------------------------------------------------------ the gpu tier's chains
+
+
+@dataclass(frozen=True)
+class GpuCase:
+    """A chain the gpu tier runs fused and unfused, and checks against `reference`
+    within rtol * |ref| + atol (the rounding of its narrowest types)."""
+
+    name: str
+    chain: Chain
+    rtol: float
+    atol: float
+
+
+def _chain(setting: str, operands: Sequence[tuple[str, str, str]],
+           links: Sequence[tuple[str, tuple[str | int, ...], str]], width: int = REGISTER_WIDTH
+           ) -> Chain:
+    """A chain from (name, dtype, kind) operands and (row, args, dtype) links, an int arg
+    being an earlier link's result."""
+    return Chain(setting, tuple(Operand(*o) for o in operands),
+                 tuple(fusion.Link(row, tuple(fusion.Result(a) if isinstance(a, int) else a
+                                              for a in args), dtype)
+                       for row, args, dtype in links), width)
+
+
+GPU_CASES = (
+    GpuCase("bf16_add_gelu_mul_registers", _chain(
+        "registers", [("x", "bf16", "tile"), ("y", "bf16", "tile"), ("z", "bf16", "tile")],
+        [("add", ("x", "y"), "bf16"), ("gelu", (0,), "bf16"), ("mul", (1, "z"), "bf16")]),
+        rtol=2.0**-6, atol=2.0**-10),
+    GpuCase("f32_scale_bias_silu_threads", _chain(
+        "threads", [("x", "f32", "tile"), ("s", "f32", "scalar"), ("c", "f32", "column")],
+        [("mul", ("x", "s"), "f32"), ("add", (0, "c"), "f32"), ("silu", (1,), "f32")],
+        width=44), rtol=2.0**-20, atol=2.0**-24),
+    GpuCase("f16_exp_mul_row_to_bf16_threads", _chain(
+        "threads", [("x", "f16", "tile"), ("r", "f16", "row")],
+        [("exp", ("x",), "f16"), ("mul", (0, "r"), "f16"), ("cast", (1,), "bf16")],
+        width=36), rtol=2.0**-6, atol=2.0**-10),
+    GpuCase("f16_sub_tanh_f32_registers", _chain(
+        "registers", [("x", "f16", "tile"), ("y", "f16", "tile"), ("s", "f32", "scalar")],
+        [("sub", ("x", "y"), "f16"), ("tanh", (0,), "f32"), ("add", (1, "s"), "f32")]),
+        rtol=2.0**-20, atol=2.0**-24),
+    GpuCase("e4m3_temporaries_threads", _chain(
+        "threads", [("x", "f32", "tile"), ("s", "f32", "scalar")],
+        [("cast", ("x",), "f8e4m3"), ("mul", (0, "s"), "f8e4m3"), ("cast", (1,), "f32")],
+        width=64), rtol=2.0**-3, atol=2.0**-9),
+)
