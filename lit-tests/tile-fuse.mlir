@@ -81,7 +81,7 @@ gpu.module @m {
 // PTX-NOT: .shared
 // PTX: ret;
 gpu.module @m {
-  gpu.func @shared(%x: memref<64x128xf32>, %s: f32, %bias: memref<64x128xf32, strided<[1, 0]>>, %out: memref<64x128xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+  gpu.func @shared(%x: memref<64x128xf32>, %s: f32, %bias: memref<64x128xf32, strided<[1, 0]>>, %out: memref<64x128xf32> {llvm.noalias}) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
     %t = "tile.alloc"() {layout = #tile.layout<"S[(64, 128)]">} : () -> memref<64x128xf32, #gpu.address_space<workgroup>>
     "tile.elementwise"(%t, %x, %s) {op = "mul", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64x128xf32, #gpu.address_space<workgroup>>, memref<64x128xf32>, f32) -> ()
     %u = "tile.alloc"() {layout = #tile.layout<"S[(64, 128)]">} : () -> memref<64x128xf32, #gpu.address_space<workgroup>>
@@ -99,7 +99,7 @@ gpu.module @m {
 // CHECK-LABEL: gpu.func @copy_in
 // CHECK-NEXT: "tile.elementwise"(%arg1, %arg0) {expr = ["copy(%0) : f16", "exp($0) : f16"], op = "fused"
 gpu.module @m {
-  gpu.func @copy_in(%x: memref<256xf16>, %out: memref<256xf16>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+  gpu.func @copy_in(%x: memref<256xf16>, %out: memref<256xf16> {llvm.noalias}) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     %t = memref.alloca() : memref<256xf16>
     "tile.copy"(%t, %x) {scope = "cta"} : (memref<256xf16>, memref<256xf16>) -> ()
     // expected-remark@+1 {{tile.elementwise exp: fused the tile.copy at 104:5 into it}}
@@ -115,13 +115,18 @@ gpu.module @m {
 // producer reads its own dst.
 // CHECK-LABEL: gpu.func @argument
 // CHECK-NOT: op = "fused"
+// CHECK-LABEL: gpu.func @overlap
+// CHECK-COUNT-2: "tile.elementwise"(%{{.*}}) {op =
+// CHECK: "tile.elementwise"(%arg0, %arg0) {expr = ["exp(%0) : f32", "neg($0) : f32"], op = "fused"
+// CHECK-LABEL: gpu.func @scopes
+// CHECK-NOT: op = "fused"
 // CHECK-LABEL: gpu.func @own_dst
 // CHECK-NOT: op = "fused"
 // CHECK: gpu.return
 gpu.module @m {
   gpu.func @argument(%a: memref<256xf32>, %b: memref<256xf32>, %o: memref<256xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     "tile.elementwise"(%b, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{tile.elementwise neg: not fused with the tile.elementwise exp at 123:5 that writes its input 0: the intermediate is a kernel argument, observable after the kernel}}
+    // expected-remark@+1 {{tile.elementwise neg: not fused with the tile.elementwise exp at 128:5 that writes its input 0: the intermediate is a kernel argument, observable after the kernel}}
     "tile.elementwise"(%o, %b) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     gpu.return
   }
@@ -136,7 +141,7 @@ gpu.module @m {
     %t = memref.alloca() : memref<256xf32>
     "tile.elementwise"(%t, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     "tile.elementwise"(%o, %t) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{tile.elementwise sqrt: not fused with the tile.elementwise exp at 137:5 that writes its input 0: the intermediate is read elsewhere (by tile.elementwise neg at 138:5)}}
+    // expected-remark@+1 {{tile.elementwise sqrt: not fused with the tile.elementwise exp at 142:5 that writes its input 0: the intermediate is read elsewhere (by tile.elementwise neg at 143:5)}}
     "tile.elementwise"(%p, %t) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     gpu.return
   }
@@ -144,8 +149,26 @@ gpu.module @m {
     %t = memref.alloca() : memref<256xf32>
     "tile.elementwise"(%t, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     "tile.elementwise"(%a, %b) {op = "abs", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{not fused with the tile.elementwise exp at 145:5 that writes its input 0: the tile.elementwise abs at 146:5 between them writes memory the producer reads}}
+    // expected-remark@+1 {{not fused with the tile.elementwise exp at 150:5 that writes its input 0: the tile.elementwise abs at 151:5 between them writes memory the producer reads}}
     "tile.elementwise"(%o, %t) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
+    gpu.return
+  }
+  gpu.func @overlap(%a: memref<256xf32>, %o: memref<256xf32>, %c: memref<512xf32> {llvm.noalias}) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %t = memref.alloca() : memref<256xf32>
+    "tile.elementwise"(%t, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
+    // expected-remark@+1 {{not fused with the tile.elementwise exp at 158:5 that writes its input 0: the consumer's dst may overlap what the producer reads (the same buffer through another view, or kernel arguments not marked llvm.noalias)}}
+    "tile.elementwise"(%o, %t) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
+    %low = memref.subview %c[0] [256] [1] : memref<512xf32> to memref<256xf32, strided<[1]>>
+    %high = memref.subview %c[256] [256] [1] : memref<512xf32> to memref<256xf32, strided<[1], offset: 256>>
+    %u = memref.alloca() : memref<256xf32>
+    "tile.elementwise"(%u, %low) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32, strided<[1]>>) -> ()
+    // expected-remark@+1 {{not fused with the tile.elementwise exp at 164:5 that writes its input 0: the consumer's dst may overlap what the producer reads}}
+    "tile.elementwise"(%high, %u) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32, strided<[1], offset: 256>>, memref<256xf32>) -> ()
+    // in place: each element is read where it is written, as unfused
+    %w = memref.alloca() : memref<256xf32>
+    "tile.elementwise"(%w, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
+    // expected-remark@+1 {{tile.elementwise neg: fused the tile.elementwise exp at 169:5 into it: expr ["exp(%0) : f32", "neg($0) : f32"]}}
+    "tile.elementwise"(%a, %w) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     gpu.return
   }
   gpu.func @scopes(%a: memref<256xf32>, %o: memref<256xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
@@ -165,9 +188,9 @@ gpu.module @m {
   gpu.func @own_dst(%a: memref<256xf32>, %o: memref<256xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     %t = memref.alloca() : memref<256xf32>
     "tile.elementwise"(%t, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{not fused with the tile.elementwise exp at 167:5 that writes its input 0: the consumer writes the intermediate too}}
+    // expected-remark@+1 {{not fused with the tile.elementwise exp at 190:5 that writes its input 0: the consumer writes the intermediate too}}
     "tile.elementwise"(%t, %t) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{not fused with the tile.elementwise neg at 169:5 that writes its input 0: the producer reads its own dst (the intermediate's old value)}}
+    // expected-remark@+1 {{not fused with the tile.elementwise neg at 192:5 that writes its input 0: the producer reads its own dst (the intermediate's old value)}}
     "tile.elementwise"(%o, %t) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     gpu.return
   }
@@ -181,7 +204,7 @@ gpu.module @m {
 // CHECK-NOT: op = "fused"
 // CHECK: gpu.return
 gpu.module @m {
-  gpu.func @slots(%a: memref<64xf16>, %b: memref<64xbf16>, %c: memref<64xi32>, %s: f32, %o: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+  gpu.func @slots(%a: memref<64xf16>, %b: memref<64xbf16>, %c: memref<64xi32>, %s: f32, %o: memref<64xf32> {llvm.noalias}) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     %t = memref.alloca() : memref<64xf32>
     "tile.elementwise"(%t, %a, %b) {op = "add", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xf32>, memref<64xf16>, memref<64xbf16>) -> ()
     // expected-remark@+1 {{the fused op cannot be written: its 4 inputs have types f32, memref<64xbf16>, memref<64xf16>, memref<64xi32>: tile.elementwise's operands after the second must share one type}}

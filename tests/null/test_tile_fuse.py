@@ -106,7 +106,7 @@ def test_bf16_rounding_between_steps(rng: np.random.Generator) -> None:
 
 
 INDEXED = """gpu.module @kernels {
-  gpu.func @k(%x: memref<32x36xf32>, %out: memref<32x36xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+  gpu.func @k(%x: memref<32x36xf32>, %out: memref<32x36xf32> {llvm.noalias}) kernel attributes {known_block_size = array<i32: 32, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
     %tid = gpu.thread_id x
     %x_t = memref.subview %x[%tid, 0] [1, 36] [1, 1] : memref<32x36xf32> to memref<36xf32, strided<[1], offset: ?>>
     %out_t = memref.subview %out[%tid, 0] [1, 36] [1, 1] : memref<32x36xf32> to memref<36xf32, strided<[1], offset: ?>>

@@ -164,7 +164,8 @@ def _threads_operand(w: _Writer, operand: Operand) -> tuple[str, str]:
 
 def program_text(chain: Chain) -> str:
     """The chain as one kernel `k(operands..., out)`: each link a tile.elementwise into a
-    temporary of its dtype, the last into the output."""
+    temporary of its dtype, the last into the output (noalias: no input overlaps it, as
+    the operator library promises, which lets tile-fuse move reads next to its writes)."""
     w = _Writer(chain)
     rows, width = chain.shape
     out_type = f"memref<{rows}x{width}x{_mlir(chain.dtype)}>"
@@ -192,7 +193,7 @@ def program_text(chain: Chain) -> str:
                        f"{results[-1][1]}) -> ()")
     body = "\n".join(w.lines)
     return f"""gpu.module @kernels {{
-  gpu.func @k({", ".join([*params, f"%out: {out_type}"])}) kernel attributes {{known_block_size = array<i32: {ROWS_PER_BLOCK}, 1, 1>, known_grid_size = array<i32: 1, 1, 1>}} {{
+  gpu.func @k({", ".join([*params, f"%out: {out_type} {{llvm.noalias}}"])}) kernel attributes {{known_block_size = array<i32: {ROWS_PER_BLOCK}, 1, 1>, known_grid_size = array<i32: 1, 1, 1>}} {{
 {body}
     gpu.return
   }}

@@ -9,8 +9,10 @@ same kinds) reads and that nothing else touches:
 - its only uses are the producer's dst and the consumer's inputs (no other
   reader or writer, before, between or after, in any block);
 - both ops are in one block at the same scope, force no different lowering
-  variant or options, and no op between them writes what the producer reads
-  (the fused op reads it at the consumer's place);
+  variant or options, no op between them writes what the producer reads (the
+  fused op reads it at the consumer's place), and the consumer's dst is what
+  the producer reads (in place) or cannot overlap it (kernel arguments overlap
+  unless one is llvm.noalias);
 - the fused op has a lowering variant (its operands' memories mix as one op's
   may) and fits the dialect's operand slots (op_table/fusion.py).
 Each fusion replaces the pair by one `tile.elementwise {op = "fused"}` at the
@@ -218,7 +220,7 @@ def _options(producer: ir.OpView, consumer: ir.OpView) -> str:
 
 def _between(producer: ir.OpView, consumer: ir.OpView, between: list[ir.OpView]) -> str:
     """Why the producer's reads cannot move to the consumer ("" when they can): an op
-    between them writes what it reads, or the consumer writes it through another view."""
+    between them writes what it reads, or the consumer's dst may overlap it."""
     reads = [v for v in list(producer.operation.operands)[1:]
              if isinstance(v.type, ir.MemRefType)]
     for op in between:
@@ -227,8 +229,12 @@ def _between(producer: ir.OpView, consumer: ir.OpView, between: list[ir.OpView])
                 return (f"the {subject(op)} at {where(op)} between them writes memory the "
                         "producer reads")
     dst = consumer.operation.operands[0]
-    if any(root_buffer(dst) == root_buffer(read) and dst != read for read in reads):
-        return "the consumer writes, through another view, a buffer the producer reads"
+    if any(dst != read and may_alias(dst, read) for read in reads):
+        # unfused, the producer had read everything before the consumer wrote; fused,
+        # each element is read where it is written, which is the same only for the same
+        # view (in place)
+        return ("the consumer's dst may overlap what the producer reads (the same buffer "
+                "through another view, or kernel arguments not marked llvm.noalias)")
     return ""
 
 
