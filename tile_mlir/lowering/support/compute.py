@@ -346,6 +346,9 @@ class FusedCompute(Compute):
         expr = fusion.Expr.parse([ir.StringAttr(text).value for text in attr])
         inputs = [operand.dtype.name for operand in info.sources]
         self.steps = [StepPlan.of(expr, k, inputs) for k in range(len(expr.steps))]
+        # what a Compute says about its row, here the last step's (the one dst gets)
+        last = self.steps[-1]
+        self.row, self.compute, self.result = last.row, last.compute, last.result
 
     @property
     def indexed(self) -> bool:
