@@ -24,6 +24,9 @@
 //                         (a mean is a sum with scale = 1/L), in the accumulation type
 //   vector_bytes = n : i64, stage = n : i64
 //                         on tile.elementwise: lowering options of elementwise/gmem
+//   expr = ["row(args) : dtype", ...]
+//                         on tile.elementwise with op = "fused": the steps of a fused
+//                         op (below)
 irdl.dialect @tile {
   // A TileLayout in the notation of the seeds, e.g.
   //   #tile.layout<"S[(32, 8):(1@laneid, 1)]">
@@ -54,6 +57,19 @@ irdl.dialect @tile {
   // operandSegmentSizes = array<i32: 1, #a, #b, #c>.
   //   "tile.elementwise"(%c, %a, %b) {op = "add", scope = "cta",
   //       operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (...) -> ()
+  //
+  // A fused op (tile-fuse makes them from chains through temporaries) has
+  // op = "fused" and its steps in `expr`, an array of strings: each step a
+  // registry row applied to the op's inputs %i (%0 is operand a) and earlier
+  // steps' results $k, its result rounded to `dtype` as the unfused op would
+  // round it into a buffer of that type; the last step's dtype is dst's.
+  //   "tile.elementwise"(%out, %x, %y, %z) {op = "fused", scope = "cta",
+  //       expr = ["add(%0, %1) : bf16", "gelu($0) : bf16", "mul($1, %2) : bf16"],
+  //       operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (...) -> ()
+  // computes out = bf16(bf16(gelu(bf16(x + y))) * z), each step in the type
+  // its unfused op computes in. The variadic slot c takes operands of one type
+  // (an IRDL constraint binds one type), so a fused op's inputs are ordered
+  // with at most two of other types first (tile_mlir/op_table/fusion.py).
   irdl.operation @elementwise {
     %dst = irdl.base "!builtin.memref"
     %a = irdl.any

@@ -4,8 +4,9 @@ IRDL has already checked structure (operand kinds, required attributes);
 this pass checks meaning: known attribute names and values, a scope the
 enclosing kernel can run, op names and arities from the op registry, equal
 shapes, element types the op accepts, reductions' axes, and allocations'
-layouts. Every broken rule is one error at the op's location; the pass fails
-if there is any.
+layouts. A fused elementwise op (op = "fused") has each step of its `expr`
+checked as its unfused op would be (op_table/fusion.py). Every broken rule is
+one error at the op's location; the pass fails if there is any.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mlir import ir
@@ -33,12 +34,13 @@ from tile_mlir.lowering.support.analysis import (
     memory_space,
 )
 from tile_mlir.lowering.support.buffers import layout_type
+from tile_mlir.op_table import fusion
 from tile_mlir.passes import TilePass, op_error, tile_ops
 
 ATTRIBUTES = {
     "tile.copy": ("scope", "variant"),
     "tile.elementwise": ("op", "scope", "variant", "operandSegmentSizes", "vector_bytes",
-                         "stage"),
+                         "stage", "expr"),
     "tile.reduce": ("kind", "scope", "axes", "accum", "scale", "variant"),
     "tile.alloc": ("layout",),
 }
@@ -128,13 +130,17 @@ def check_variant(info: OpInfo) -> list[str]:
 def check_elementwise(info: OpInfo) -> list[str]:
     op = info.op
     assert isinstance(op, tile.ElementwiseOp)
+    if op.op_name == fusion.FUSED:
+        return check_fused(info)
+    if fusion.EXPR in op.operation.attributes:
+        return [f"has '{fusion.EXPR}', which only op = \"{fusion.FUSED}\" takes"]
     row = op_table.lookup(op.op_name)
     if row is None:
-        known = sorted([*op_table.ELEMENTWISE, *op_table.ALIASES])
+        known = sorted([*op_table.ELEMENTWISE, *op_table.ALIASES, fusion.FUSED])
         return [f"has unknown op '{op.op_name}'{_suggest(op.op_name, known)}"]
-    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-    if any(later and not earlier for earlier, later in itertools.pairwise(segments[1:])):
-        return ["must fill its input slots in order (a, then b, then c and any more)"]
+    errors = _check_segments(op)
+    if errors:
+        return errors
     inputs = info.sources
     if len(inputs) != row.arity:
         return [f"'{row.name}' takes {row.arity} input(s), got {len(inputs)}"]
@@ -143,7 +149,67 @@ def check_elementwise(info: OpInfo) -> list[str]:
         error = _check_input(row, n, operand, info.dst)
         if error:
             errors.append(error)
-    return errors or _check_types(row, info)
+    return errors or _check_types(row, info.dst.dtype.name, info.sources)
+
+
+def _check_segments(op: ir.OpView) -> list[str]:
+    segments = list(ir.DenseI32ArrayAttr(op.operation.attributes["operandSegmentSizes"]))
+    if any(later and not earlier for earlier, later in itertools.pairwise(segments[1:])):
+        return ["must fill its input slots in order (a, then b, then c and any more)"]
+    return []
+
+
+def check_fused(info: OpInfo) -> list[str]:
+    """op = "fused" (op_table/fusion.py): the expression is well formed, its last step
+    produces dst's type, and every step passes the checks its unfused op would have
+    (scalar-only arguments, index bases, the row's types and promotion), a step's
+    result counting as a tile of its dtype and dst's shape."""
+    expr, errors = _fused_expr(info)
+    if expr is None:
+        return errors
+    errors = _check_options(info) + [e for n, o in enumerate(info.sources)
+                                     if o.is_memref and (e := _shape_error(n, o, info.dst))]
+    if errors:  # the steps would repeat a bad shape once per use
+        return errors
+    if expr.dtype != info.dst.dtype.name:
+        errors.append(f"computes {expr.dtype} in its last step, but dst is "
+                      f"{info.dst.dtype.name}")
+    for k, step in enumerate(expr.steps):
+        errors += [f"step {k} '{step}': {e}" for e in _check_step(expr, k, info)]
+    return errors
+
+
+def _fused_expr(info: OpInfo) -> tuple[fusion.Expr | None, list[str]]:
+    """The fused op's expression, or None and what is wrong with it."""
+    errors = _check_segments(info.op)
+    attr = info.attr(fusion.EXPR)
+    if attr is None or not isinstance(attr, ir.ArrayAttr) or \
+            not all(isinstance(a, ir.StringAttr) for a in attr):
+        return None, [*errors, f"needs '{fusion.EXPR}', its steps as an array of strings "
+                      '(["add(%0, %1) : f32", "exp($0) : f32"])']
+    try:
+        expr = fusion.Expr.parse([ir.StringAttr(a).value for a in attr])
+    except fusion.FusionError as e:
+        return None, [*errors, f"has a malformed '{fusion.EXPR}': {e}"]
+    errors += expr.problems(len(info.sources))
+    return (None, errors) if errors else (expr, [])
+
+
+def _check_step(expr: fusion.Expr, k: int, info: OpInfo) -> list[str]:
+    """The unfused op's checks for step k: its arguments as that op's inputs (a step's
+    result as a tile of the step's dtype), its dtype as that op's dst."""
+    step = expr.steps[k]
+    row = op_table.lookup(step.row)
+    assert row is not None, "Expr.problems has checked the rows"
+    dst = info.dst
+    operands = [Operand(dst.value, dst.index, DTYPES[expr.steps[a.index].dtype], dst.memref,
+                        dst.space, dst.layout) if a.step else info.sources[a.index]
+                for a in step.args]
+    step_dst = Operand(dst.value, dst.index, DTYPES[step.dtype], dst.memref, dst.space,
+                       dst.layout)
+    errors = [e for n, operand in enumerate(operands)
+              if (e := _check_input(row, n, operand, step_dst))]
+    return errors or _check_types(row, step.dtype, operands)
 
 
 _OPTION_RANGES = {"vector_bytes": (1, 64), "stage": (1, 64)}
@@ -162,12 +228,11 @@ def _check_options(info: OpInfo) -> list[str]:
     return errors
 
 
-def _check_types(row: op_table.EwOp, info: OpInfo) -> list[str]:
+def _check_types(row: op_table.EwOp, dst: str, sources: Sequence[Operand]) -> list[str]:
     """dst's type fits the row's output rule, and the inputs promote to a type the op
     is defined on (op_table's promotion: integers into floats, narrow into wide; a
     scalar, like torch's Python numbers, only needs a kind no higher than dst's)."""
-    dst = info.dst.dtype.name
-    inputs = [o.dtype.name for o in info.sources]
+    inputs = [o.dtype.name for o in sources]
     if row.out == "bool":
         if dst != "bool":
             return [f"'{row.name}' produces bool, not {dst}"]
@@ -178,7 +243,7 @@ def _check_types(row: op_table.EwOp, info: OpInfo) -> list[str]:
         return []
     if row.out in ("same", "float") and dst not in row.dtypes:
         return [f"'{row.name}' cannot produce {dst} (element types: {', '.join(row.dtypes)})"]
-    return [e for n, operand in enumerate(info.sources)
+    return [e for n, operand in enumerate(sources)
             if n not in row.keep and row.out != "any" and (e := _promotes(n, operand, dst))]
 
 
@@ -204,6 +269,10 @@ def _check_input(row: op_table.EwOp, n: int, operand: Operand, dst: Operand) -> 
         return ""
     if n in row.scalar_only:
         return f"input {n} of '{row.name}' must be a scalar"
+    return _shape_error(n, operand, dst)
+
+
+def _shape_error(n: int, operand: Operand, dst: Operand) -> str:
     if operand.shape != dst.shape:
         return f"input {n} has shape {_shape(operand.shape)}, but dst has shape {_shape(dst.shape)}"
     return ""

@@ -72,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="what to write: the IR, the PTX of gpu.binary ops, or a cubin (-o)")
     p.add_argument("--chip", default=DEFAULT_CHIP, help=f"target GPU (default {DEFAULT_CHIP})")
     p.add_argument("--tile-explain", dest="explain", action="store_true",
-                   help="report each tile op's dispatch decision as a remark")
+                   help="report each tile op's dispatch decision, and what tile-fuse "
+                        "fused or refused and why, as remarks")
     p.add_argument("--list-passes", action="store_true",
                    help="list the tile passes, named pipelines and lowering variants, then exit")
     return p
@@ -191,7 +192,8 @@ def run(argv: Sequence[str]) -> int:
         raise UsageError(f"cannot read {opts.input}: {e.strerror}") from None
     expander = pipeline.Expander(
         params={"chip": opts.chip},
-        pass_options={"tile-dispatch": {"explain": True}} if opts.explain else {},
+        pass_options={"tile-dispatch": {"explain": True}, "tile-fuse": {"explain": True}}
+        if opts.explain else {},
     )
     pipeline_text = opts.pipeline or ",".join(opts.pass_flags)
     try:
