@@ -25,6 +25,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from tile_mlir.contract import ACCESS_BYTES, widest_vector
+from tile_mlir.lowering.support import tails
 from tile_mlir.lowering.support.access import Access, Groups, View
 from tile_mlir.lowering.support.alignment import defining_op
 from tile_mlir.lowering.support.analysis import DYNAMIC, OpInfo
@@ -95,8 +96,11 @@ def plan(accesses: list[Access], shape: tuple[int, ...],
 def lower_synthesized(info: OpInfo, vector_bytes: int = MAX_ACCESS_BYTES, stage: int = 1
                       ) -> Plan:
     """The op's row over its memory operands with the synthesized partition: the lowering
-    of the memory variants (elementwise/gmem, smem and mem, copy/gmem_smem)."""
-    accesses = [Access.of(o, info.buffers) for o in info.memrefs]
+    of the memory variants (elementwise/gmem, smem and mem, copy/gmem_smem). Elementwise
+    inputs may broadcast (size 1); copies may have tails (support/tails.py)."""
+    over = info.over
+    broadcasting = info.name == "tile.elementwise"
+    accesses = [Access.of(o, info.buffers, over, broadcasting) for o in info.memrefs]
     return emit(info, accesses, Compute(info), vector_bytes, stage)
 
 
@@ -145,12 +149,15 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
 
     With `stage` > 1, each thread issues the loads of `stage` whole rounds before it
     computes and stores any of them (register staging: independent loads in flight)."""
-    p = plan(accesses, info.dst.shape, vector_bytes)
+    p = plan(accesses, info.over, vector_bytes)
     tid = scope_thread_index(info.scope, info.block)
     threads = info.scope_threads
     assert threads is not None
-    views = {a.index: a.view(p.groups, p.view_shape) for a in accesses}
-    plain = next((v.buffer for v in views.values() if v.flat_strides is None), None)
+    views = {a.index: a.view(p.groups) for a in accesses}
+    # dynamic extents of the walk: from an operand that spans it (no tail, no broadcast)
+    plain = next((views[a.index].buffer for a in accesses if not (a.tails or a.broadcast)
+                  and views[a.index].flat_strides is None), None)
+    guarded = _Guarded(compute, views, info.padding)
     if not p.view_shape:  # a 0-d tile: the scope's first thread does it
         first = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, tid, const_index(0)))
         with ir.InsertionPoint(first.then_block):
@@ -167,6 +174,8 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
 
     def vector_item(lead: list[ir.Value], j: ir.Value) -> Callable[[], None]:
         indices = [*lead, arith.muli(j, const_index(p.vec)) if p.vec > 1 else j]
+        if guarded.needed:
+            return guarded.item(indices, p.vec)
         at = _at(views, indices)
         args = compute.load(at, p.vec, p.splat, position(indices))
         return lambda: compute.finish(args, at, p.vec)
@@ -179,6 +188,8 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
 
         def scalar_item(lead: list[ir.Value], j: ir.Value) -> Callable[[], None]:
             indices = [*lead, arith.addi(start, j)]
+            if guarded.needed:
+                return guarded.item(indices, 1)
             at = _at(views, indices)
             args = compute.load(at, 1, p.splat, position(indices))
             return lambda: compute.finish(args, at, 1)
@@ -189,6 +200,28 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
 
 def _at(views: dict[int, View], indices: list[ir.Value]) -> dict[int, Address]:
     return {i: (v.buffer, v.indices(indices)) for i, v in views.items()}
+
+
+class _Guarded:
+    """Accesses of a copy with tails: each under its operands' guards (support/tails.py),
+    loads and stores together (no staging across a guard)."""
+
+    def __init__(self, compute: Compute, views: dict[int, View], padding: float | int | None):
+        self.compute, self.views = compute, views
+        dst = compute.info.dst
+        self.padding = tails.Padding(padding, dst.dtype) if padding is not None else None
+        self.needed = any(v.bounds for v in views.values())
+
+    def item(self, indices: list[ir.Value], vec: int) -> Callable[[], None]:
+        def at(lane: int) -> dict[int, Address]:
+            shifted = indices if not lane else \
+                [*indices[:-1], arith.addi(indices[-1], const_index(lane))]
+            return _at(self.views, shifted)
+
+        guards = {i: tails.guard_of(indices, v.bounds) for i, v in self.views.items()
+                  if v.bounds}
+        tails.guarded(tails.Site(self.compute, at, padding=self.padding), vec, guards)
+        return lambda: None
 
 
 def _rounds(walk: Walk, item: Item, stage: int) -> None:
