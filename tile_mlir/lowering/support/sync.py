@@ -72,7 +72,17 @@ def barrier(scope: str, block: tuple[int, int, int] | None) -> None:
         nvvm.bar_warp_sync(const(ir.IntegerType.get_signless(32), -1))
 
 
-_LOOPS = ("scf.for", "scf.while", "scf.parallel")
+_LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
+
+
+def in_loop(op: ir.Operation) -> bool:
+    """Does a loop of its kernel enclose the op (so that it may run again)?"""
+    parent = op.parent
+    while parent is not None and parent.name != "gpu.func":
+        if parent.name in _LOOPS:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _plan(block: ir.Block, pending: list[_Touch]) -> tuple[list[tuple[ir.OpView, str]],
