@@ -29,7 +29,7 @@ from mlir.dialects import arith, scf
 from tile_mlir.contract import WARP, WARPGROUP, widest_vector
 from tile_mlir.layout import TileLayout
 from tile_mlir.lowering.support import tails
-from tile_mlir.lowering.support.access import Access
+from tile_mlir.lowering.support.access import Access, Bound
 from tile_mlir.lowering.support.analysis import OpInfo
 from tile_mlir.lowering.support.compute import Address, Compute, row_major
 from tile_mlir.lowering.support.emit import const_index, scope_thread_index
@@ -98,7 +98,8 @@ def plan(accesses: list[Access], anchor: TileLayout, max_bytes: int) -> Bundle:
     if inner is None or inner.axis is not None:
         return Bundle(anchor, 1, "the innermost dimension is spread over threads", splat)
     vectors = [a for a in accesses if a.index not in splat]
-    vec = max(1, max_bytes // max(a.nbytes for a in vectors))
+    memory = [a for a in vectors if a.layout is None]  # registers take any width
+    vec = max(1, max_bytes // max(a.nbytes for a in memory or vectors))
     why = f"{max_bytes}-byte accesses"
     if widest_vector(vec, inner.extent) < vec:
         vec, why = widest_vector(vec, inner.extent), f"each thread holds runs of {inner.extent}"
@@ -174,7 +175,7 @@ class _Walk:
     accesses: list[Access]
     compute: Compute
     bundle: Bundle
-    bounds: dict[int, dict[int, ir.Value]]  # operand -> tail dim -> its extent
+    bounds: dict[int, dict[int, Bound]]  # operand -> tail dim -> its extent
     padding: tails.Padding | None
 
 
@@ -187,7 +188,8 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute, bundle: Bundle)
     coords: list[ir.Value | None] = [
         digit(axes[it.axis], it.stride, it.extent) if it.axis else None for it in anchor.shard]
     dst = next(a for a in accesses if a.index == info.dst.index)
-    bounds = {a.index: {d: a.extent(d) for d in sorted(a.tails)} for a in accesses if a.tails}
+    bounds = {a.index: {d: Bound(a.extent(d)) for d in sorted(a.tails)}
+              for a in accesses if a.tails}
     padding = info.padding
     walk = _Walk(accesses, compute, bundle, bounds,
                  tails.Padding(padding, info.dst.dtype) if padding is not None else None)
@@ -226,5 +228,5 @@ def _access(walk: _Walk, complete: list[ir.Value]) -> None:
         return {a.index: a.address(coords) for a in walk.accesses}
 
     site = tails.Site(compute, at, bundle.splat, index, walk.padding)
-    guards = {i: tails.guard_of(complete, dims) for i, dims in walk.bounds.items()}
+    guards = {i: tails.guard_of(complete, dims, bundle.vec) for i, dims in walk.bounds.items()}
     tails.guarded(site, bundle.vec, guards)

@@ -218,7 +218,7 @@ class _Guarded:
                 [*indices[:-1], arith.addi(indices[-1], const_index(lane))]
             return _at(self.views, shifted)
 
-        guards = {i: tails.guard_of(indices, v.bounds) for i, v in self.views.items()
+        guards = {i: tails.guard_of(indices, v.bounds, vec) for i, v in self.views.items()
                   if v.bounds}
         tails.guarded(tails.Site(self.compute, at, padding=self.padding), vec, guards)
         return lambda: None

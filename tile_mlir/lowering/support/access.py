@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from tile_mlir.contract import STORAGE_ALIGN
 from tile_mlir.layout import TileLayout
 from tile_mlir.lowering.support.alignment import base_alignment, offset_divisor, stride_divisor
 from tile_mlir.lowering.support.analysis import DYNAMIC, DYNAMIC_STRIDE, Operand
-from tile_mlir.lowering.support.buffers import Buffers
+from tile_mlir.lowering.support.buffers import REGISTER_ALIGN, Buffers
 from tile_mlir.lowering.support.emit import const_index
 
 Groups = tuple[tuple[int, ...], ...]
@@ -128,8 +127,8 @@ class Access:
     def alignment(self, groups: Groups) -> int:
         """Elements by which the start of every row of the coalesced view is aligned."""
         nbytes = self.nbytes
-        if self.layout is not None:
-            align = math.gcd(STORAGE_ALIGN, self.layout.offset * nbytes or STORAGE_ALIGN)
+        if self.layout is not None:  # a register tile's storage
+            align = math.gcd(REGISTER_ALIGN, self.layout.offset * nbytes or REGISTER_ALIGN)
         else:
             align = math.gcd(base_alignment(self.operand.value, nbytes),
                              offset_divisor(self.operand.value) * nbytes)
@@ -193,16 +192,27 @@ class Access:
             value = _collapse(self, groups)
         return View(value, None, 0, zero, self._bounds(value, groups))
 
-    def _bounds(self, view: ir.Value, groups: Groups) -> dict[int, ir.Value]:
+    def _bounds(self, view: ir.Value, groups: Groups) -> dict[int, Bound]:
         """The view's extent on each group that holds a tail (its outermost dim: the
-        others do not merge with it)."""
+        others do not merge with it), a multiple of the group's other dims."""
         bounds = {}
         for g, dims in enumerate(groups):
             if dims[0] in self.tails:
                 size = _group_size(self.operand.shape, dims)
-                bounds[g] = const_index(size) if size != DYNAMIC else \
+                extent = const_index(size) if size != DYNAMIC else \
                     memref.dim(view, const_index(g))
+                inside = _group_size(self.operand.shape, dims[1:])
+                bounds[g] = Bound(extent, inside if inside != DYNAMIC else 1)
         return bounds
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Where an operand ends on one dim of a view: `extent`, known a multiple of
+    `multiple` (a tail merged with the whole dims inside it)."""
+
+    extent: ir.Value
+    multiple: int = 1
 
 
 @dataclass
@@ -213,7 +223,7 @@ class View:
     flat_strides: list[int] | None  # set for flat storage: linearize with these strides
     offset: int
     zero: frozenset[int] = frozenset()  # broadcast view dims: always index 0
-    bounds: dict[int, ir.Value] = field(default_factory=dict)  # tail view dims' extents
+    bounds: dict[int, Bound] = field(default_factory=dict)  # tail view dims' extents
 
     def indices(self, view_indices: list[ir.Value]) -> list[ir.Value]:
         if self.flat_strides is None:

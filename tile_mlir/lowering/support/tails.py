@@ -27,6 +27,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from tile_mlir.dtypes import DType
+from tile_mlir.lowering.support.access import Bound
 from tile_mlir.lowering.support.compute import Address, Compute, store, value_type
 from tile_mlir.lowering.support.emit import const, const_index
 
@@ -82,13 +83,14 @@ class Guard:
         return cond
 
 
-def guard_of(indices: list[ir.Value], bounds: dict[int, ir.Value]) -> Guard:
-    """The guard of an access at `indices` of an operand whose extent on dim d is
-    bounds[d] (the tail dims only)."""
+def guard_of(indices: list[ir.Value], bounds: dict[int, Bound], vec: int) -> Guard:
+    """The guard of an access of `vec` lanes at `indices` of an operand whose extent on
+    dim d is bounds[d] (the tail dims only). An innermost bound that is a multiple of
+    `vec` never splits a vector: its condition is the same for every lane."""
     guard = Guard()
     last = len(indices) - 1
     for dim, bound in sorted(bounds.items()):
-        guard.add(indices[dim], bound, dim == last)
+        guard.add(indices[dim], bound.extent, dim == last and bound.multiple % vec != 0)
     return guard
 
 
