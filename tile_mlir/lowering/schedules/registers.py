@@ -173,6 +173,7 @@ def _across_warps(op: _Local) -> None:
     info = op.info
     block = info.block
     assert block is not None
+    again = reused_without_barrier(info.op.operation, info.scope)  # before ours stands
     cta_threads = math.prod(block)
     slots = math.prod(op.layout.shape[a] for a in _register_dims(op.layout, op.red.kept))
     partials = scratch(info, op.red, slots * cta_threads)
@@ -193,7 +194,7 @@ def _across_warps(op: _Local) -> None:
         return _gather(op, lambda thread: memref.load(partials, [at(slot, thread)]), base)
 
     _store_all(op, gather)
-    if reused_without_barrier(info.op.operation, info.scope):
+    if again:
         sync.barrier(info.scope, block)
 
 
