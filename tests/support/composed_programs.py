@@ -225,6 +225,44 @@ def rmsnorm_mlir(tile: RowTile, dtype: str, rows: int) -> str:
     return _kernel("rmsnorm", args, tile.threads, b.lines)
 
 
+def layernorm_mlir(tile: RowTile, rows: int) -> str:
+    """y = (x - mean) * rsqrt(var + eps) * w + b per row (f32), var the mean of
+    (x - mean)^2: x's padding is 0, but x - mean is -mean past the row, so tail_fill sets
+    it to 0 again before the squares are summed."""
+    b = _Builder(tile, rows)
+    xv = _row_view(b, "x", "f32", tile.length, "x")
+    yv = _row_view(b, "y", "f32", tile.length, "y")
+    view = tile.view
+    vtype = f"memref<{_dims(view, 'f32')}>"
+    for name in ("w", "b"):
+        b.op(f"%{name}_view = memref.expand_shape %{name} "
+             f"[[{', '.join(map(str, range(len(view))))}]] output_shape "
+             f"[{', '.join(map(str, view))}] : memref<{tile.length}xf32> into {vtype}")
+    reg, one = b.reg("f32"), b.reg("f32", scalar=True)
+    x = b.alloc("f32")
+    b.copy((x, reg), xv, "0.0 : f32")
+    mean, var, sq = b.alloc("f32", scalar=True), b.alloc("f32", scalar=True), b.alloc("f32")
+    scale = f", scale = 0x{np.float64(1.0 / tile.length).view(np.uint64):016X} : f64"
+    b.reduce("sum", (mean, one), (x, reg), scale)
+    b.ew("sub", [(x, reg), (x, reg), (mean, one)])
+    b.ew("tail_fill", [(x, reg), (x, reg), ("%zero", "f32"), ("%limit", "i64"),
+                       ("%base", "i64")])
+    b.ew("mul", [(sq, reg), (x, reg), (x, reg)])
+    b.reduce("sum", (var, one), (sq, reg), scale)
+    b.ew("add", [(var, one), (var, one), ("%eps", "f32")])
+    b.ew("rsqrt", [(var, one), (var, one)])
+    b.ew("mul", [(x, reg), (x, reg), (var, one)])
+    b.ew("mul", [(x, reg), (x, reg), ("%w_view", vtype)])
+    b.ew("add", [yv, (x, reg), ("%b_view", vtype)])
+    head = ["%zero = arith.constant 0.0 : f32", f"%limit = arith.constant {tile.length} : i64",
+            "%base = arith.constant 0 : i64"]
+    args = [f"%x: memref<{rows}x{tile.length}xf32> {{llvm.noalias, llvm.readonly}}",
+            f"%w: memref<{tile.length}xf32> {{llvm.noalias, llvm.readonly}}",
+            f"%b: memref<{tile.length}xf32> {{llvm.noalias, llvm.readonly}}",
+            "%eps: f32", f"%y: memref<{rows}x{tile.length}xf32> {{llvm.noalias}}"]
+    return _kernel("layernorm", args, tile.threads, head + b.lines)
+
+
 def online_softmax_mlir(tile: RowTile, tiles: int, rows: int) -> str:
     """Softmax of rows of `tiles` tiles (f32): a loop carries the running max m and sum s
     in registers (s rescaled by exp(m_old - m_new), reductions with accum), a second
@@ -292,6 +330,13 @@ def softmax_ref(x: Array) -> Array:
     return result
 
 
+def layernorm_ref(x: Array, w: Array, b: Array, eps: float) -> Array:
+    centered = x - x.mean(axis=-1, keepdims=True)
+    var = (centered * centered).mean(axis=-1, keepdims=True)
+    result: Array = centered / np.sqrt(var + eps) * w + b
+    return result
+
+
 def rmsnorm_ref(x: Array, w: Array, eps: float) -> Array:
     result: Array = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * w
     return result
@@ -305,28 +350,37 @@ class Composed:
     rows: int
     length: int
     dtype: str
-    kind: str  # softmax, rmsnorm, online_softmax
+    kind: str  # softmax, rmsnorm, layernorm, online_softmax
     bars: int  # bar.sync in the PTX: one per reduction across warps (a loop: once in it)
 
     def inputs(self, rng: np.random.Generator) -> list[Array | float]:
         np_type = DTYPES[self.dtype].np_dtype()
         x = rng.uniform(-8.0, 8.0, (self.rows, self.length)).astype(np_type)
-        if self.kind != "rmsnorm":
+        if self.kind not in ("rmsnorm", "layernorm"):
             return [x]
         w = rng.uniform(-2.0, 2.0, self.length).astype(np_type)
-        return [x, w, float(np.float32(1e-5))]
+        eps = float(np.float32(1e-5))
+        if self.kind == "rmsnorm":
+            return [x, w, eps]
+        x += np_type.type(3.0)  # an offset the mean takes away
+        return [x, w, rng.uniform(-2.0, 2.0, self.length).astype(np_type), eps]
 
     def reference(self, inputs: list[Array | float]) -> Array:
-        x = np.asarray(inputs[0], np.float64)
+        x, *rest = (np.asarray(a, np.float64) for a in inputs)
         if self.kind == "rmsnorm":
-            return rmsnorm_ref(x, np.asarray(inputs[1], np.float64), float(inputs[2]))
+            return rmsnorm_ref(x, rest[0], float(rest[1]))
+        if self.kind == "layernorm":
+            return layernorm_ref(x, rest[0], rest[1], float(rest[2]))
         return softmax_ref(x)
 
     def tolerance(self, expected: Array) -> Array:
         """|error| allowed per element: f32 accumulation over the row (the sum's order
         differs from NumPy's) and a few ulps of the math functions, then one rounding
         to the output type."""
-        bound: Array = np.abs(expected) * (self.length + 16) * F32_EPS
+        scale = np.abs(expected)
+        if self.kind == "layernorm":  # the shift b: its error is relative to the product's
+            scale = scale + 8.0
+        bound: Array = scale * (self.length + 16) * F32_EPS
         if self.dtype != "f32":
             ulp = 2.0 ** -8 if self.dtype == "bf16" else 2.0 ** -11
             bound = bound + np.abs(expected) * ulp
@@ -343,6 +397,12 @@ def _rmsnorm(length: int, dtype: str, threads: int, rows: int = 5) -> Composed:
     tile = RowTile(length, threads, 16 // DTYPES[dtype].bytes)
     return Composed(f"rmsnorm-{dtype}-{length}-cta{threads}", "rmsnorm",
                     rmsnorm_mlir(tile, dtype, rows), rows, length, dtype, "rmsnorm", 1)
+
+
+def _layernorm(length: int, threads: int, rows: int = 5) -> Composed:
+    tile = RowTile(length, threads, 4)
+    return Composed(f"layernorm-f32-{length}-cta{threads}", "layernorm",
+                    layernorm_mlir(tile, rows), rows, length, "f32", "layernorm", 2)
 
 
 def _online(length: int, tiles: int, threads: int, rows: int = 3) -> Composed:
@@ -364,6 +424,8 @@ PROGRAMS: list[Composed] = [
     _rmsnorm(4096, "f32", 256),
     _rmsnorm(1000, "bf16", 128),
     _rmsnorm(180, "f32", 48),
+    _layernorm(1000, 256),  # tail_fill: (x - mean) back to 0 past the row
+    _layernorm(4096, 256),
     _online(1024, 4, 256),  # four tiles of [256, 4]
     _online(384, 4, 96),
 ]
