@@ -263,58 +263,70 @@ def layernorm_mlir(tile: RowTile, rows: int) -> str:
     return _kernel("layernorm", args, tile.threads, head + b.lines)
 
 
+def _strided(shape: tuple[int, ...], strides: list[int]) -> str:
+    return (f"memref<{_dims(shape, 'f32')}, strided<[{', '.join(map(str, strides))}], "
+            "offset: ?>>")
+
+
+def _tiled_rows(b: _Builder, tiles: int) -> tuple[str, str]:
+    """The CTA's rows of x and y as [tiles, *tile view]; (their type, a tile's type)."""
+    tile = b.tile
+    length = tile.length * tiles
+    view = (tiles, *tile.view)
+    strides = [math.prod(view[i + 1:]) for i in range(len(view))]
+    row_type = f"memref<{length}xf32, strided<[1], offset: ?>>"
+    full = _strided(view, strides)
+    dims = ", ".join(map(str, range(len(view))))
+    for name in ("x", "y"):
+        b.op(f"%{name}_row = memref.subview %{name}[%bid, 0] [1, {length}] [1, 1] : "
+             f"memref<{b.rows}x{length}xf32> to {row_type}")
+        b.op(f"%{name}_view = memref.expand_shape %{name}_row [[{dims}]] output_shape "
+             f"[{', '.join(map(str, view))}] : {row_type} into {full}")
+    return full, _strided(tile.view, strides[1:])
+
+
+def _tile_of(b: _Builder, name: str, types: tuple[str, str]) -> tuple[str, str]:
+    """Tile %i of the row `name` (a subview in the loop's body)."""
+    view = b.tile.view
+    zeros, ones = ", ".join(["0"] * len(view)), ", ".join(["1"] * (len(view) + 1))
+    b.op(f"%{name}_tile = memref.subview %{name}_view[%i, {zeros}] "
+         f"[1, {', '.join(map(str, view))}] [{ones}] : {types[0]} to {types[1]}")
+    return f"%{name}_tile", types[1]
+
+
 def online_softmax_mlir(tile: RowTile, tiles: int, rows: int) -> str:
     """Softmax of rows of `tiles` tiles (f32): a loop carries the running max m and sum s
     in registers (s rescaled by exp(m_old - m_new), reductions with accum), a second
     loop writes exp(x - m) / s."""
     b = _Builder(tile, rows)
-    length = tile.length * tiles
-    view = (tiles, *tile.view)
+    types = _tiled_rows(b, tiles)
     one, reg = b.reg("f32", scalar=True), b.reg("f32")
-    strides = [math.prod(view[i + 1:]) for i in range(len(view))]
-    row_type = f"memref<{length}xf32, strided<[1], offset: ?>>"
-    full = f"memref<{_dims(view, 'f32')}, strided<[{', '.join(map(str, strides))}], offset: ?>>"
-    inner = f"memref<{_dims(tile.view, 'f32')}, strided<[{', '.join(map(str, strides[1:]))}], offset: ?>>"
-    dims = ", ".join(map(str, range(len(view))))
-    for name in ("x", "y"):
-        b.op(f"%{name}_row = memref.subview %{name}[%bid, 0] [1, {length}] [1, 1] : "
-             f"memref<{rows}x{length}xf32> to {row_type}")
-        b.op(f"%{name}_view = memref.expand_shape %{name}_row [[{dims}]] output_shape "
-             f"[{', '.join(map(str, view))}] : {row_type} into {full}")
-    m, m_old, s = (b.alloc("f32", scalar=True) for _ in range(3))
-    x = b.alloc("f32")
-    b.ew("fill", [(m, one), ("%neg_inf", "f32")])
-    b.ew("fill", [(s, one), ("%zero", "f32")])
-    zeros = ", ".join(["0"] * len(tile.view))
-    ones = ", ".join(["1"] * len(view))
-    sizes = ", ".join(map(str, tile.view))
-
-    def tile_of(name: str) -> str:
-        b.op(f"%{name}_tile = memref.subview %{name}_view[%i, {zeros}] [1, {sizes}] [{ones}] "
-             f": {full} to {inner}")
-        return f"%{name}_tile"
-
+    m, m_old, s = ((b.alloc("f32", scalar=True), one) for _ in range(3))
+    x = (b.alloc("f32"), reg)
+    b.ew("fill", [m, ("%neg_inf", "f32")])
+    b.ew("fill", [s, ("%zero", "f32")])
     b.op("scf.for %i = %c0 to %ctiles step %c1 {")
-    b.copy((x, reg), (tile_of("x"), inner), NEG_INF["f32"])
-    b.copy((m_old, one), (m, one))
-    b.reduce("max", (m, one), (x, reg), ", accum = true")
-    b.ew("sub", [(m_old, one), (m_old, one), (m, one)])
-    b.ew("exp", [(m_old, one), (m_old, one)])
-    b.ew("mul", [(s, one), (s, one), (m_old, one)])
-    b.ew("sub", [(x, reg), (x, reg), (m, one)])
-    b.ew("exp", [(x, reg), (x, reg)])
-    b.reduce("sum", (s, one), (x, reg), ", accum = true")
+    b.copy(x, _tile_of(b, "x", types), NEG_INF["f32"])
+    b.copy(m_old, m)
+    b.reduce("max", m, x, ", accum = true")
+    b.ew("sub", [m_old, m_old, m])
+    b.ew("exp", [m_old, m_old])
+    b.ew("mul", [s, s, m_old])
+    b.ew("sub", [x, x, m])
+    b.ew("exp", [x, x])
+    b.reduce("sum", s, x, ", accum = true")
     b.op("}")
     b.op("scf.for %i = %c0 to %ctiles step %c1 {")
-    b.copy((x, reg), (tile_of("x"), inner), NEG_INF["f32"])
-    b.ew("sub", [(x, reg), (x, reg), (m, one)])
-    b.ew("exp", [(x, reg), (x, reg)])
-    b.ew("div", [(x, reg), (x, reg), (s, one)])
-    b.copy((tile_of("y"), inner), (x, reg))
+    b.copy(x, _tile_of(b, "x", types), NEG_INF["f32"])
+    b.ew("sub", [x, x, m])
+    b.ew("exp", [x, x])
+    b.ew("div", [x, x, s])
+    b.copy(_tile_of(b, "y", types), x)
     b.op("}")
     head = ["%c0 = arith.constant 0 : index", "%c1 = arith.constant 1 : index",
             f"%ctiles = arith.constant {tiles} : index",
             "%neg_inf = arith.constant 0xFF800000 : f32", "%zero = arith.constant 0.0 : f32"]
+    length = tile.length * tiles
     args = [f"%x: memref<{rows}x{length}xf32> {{llvm.noalias, llvm.readonly}}",
             f"%y: memref<{rows}x{length}xf32> {{llvm.noalias}}"]
     return _kernel("online_softmax", args, tile.threads, head + b.lines)

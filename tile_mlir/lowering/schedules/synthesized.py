@@ -157,7 +157,6 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
     # dynamic extents of the walk: from an operand that spans it (no tail, no broadcast)
     plain = next((views[a.index].buffer for a in accesses if not (a.tails or a.broadcast)
                   and views[a.index].flat_strides is None), None)
-    guarded = _Guarded(compute, views, info.padding)
     if not p.view_shape:  # a 0-d tile: the scope's first thread does it
         first = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, tid, const_index(0)))
         with ir.InsertionPoint(first.then_block):
@@ -167,18 +166,11 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
     rank = len(p.view_shape)
     outer = [_size(p, d, plain) for d in range(rank - 1)]
     inner = _size(p, rank - 1, plain)
+    items = _Items(compute, views, p, [*outer, inner], info.padding)
     vectors = arith.divui(inner, const_index(p.vec)) if p.vec > 1 else inner
 
-    def position(indices: list[ir.Value]) -> ir.Value | None:
-        return row_major(indices, [*outer, inner]) if compute.indexed else None
-
     def vector_item(lead: list[ir.Value], j: ir.Value) -> Callable[[], None]:
-        indices = [*lead, arith.muli(j, const_index(p.vec)) if p.vec > 1 else j]
-        if guarded.needed:
-            return guarded.item(indices, p.vec)
-        at = _at(views, indices)
-        args = compute.load(at, p.vec, p.splat, position(indices))
-        return lambda: compute.finish(args, at, p.vec)
+        return items.item([*lead, arith.muli(j, const_index(p.vec)) if p.vec > 1 else j], p.vec)
 
     _rounds(Walk(tid, threads, outer, vectors), vector_item, max(stage, 1))
     static_inner = p.view_shape[-1]
@@ -187,12 +179,7 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
         start = arith.subi(inner, tail)
 
         def scalar_item(lead: list[ir.Value], j: ir.Value) -> Callable[[], None]:
-            indices = [*lead, arith.addi(start, j)]
-            if guarded.needed:
-                return guarded.item(indices, 1)
-            at = _at(views, indices)
-            args = compute.load(at, 1, p.splat, position(indices))
-            return lambda: compute.finish(args, at, 1)
+            return items.item([*lead, arith.addi(start, j)], 1)
 
         _rounds(Walk(tid, threads, outer, tail), scalar_item, 1)
     return p
@@ -202,17 +189,28 @@ def _at(views: dict[int, View], indices: list[ir.Value]) -> dict[int, Address]:
     return {i: (v.buffer, v.indices(indices)) for i, v in views.items()}
 
 
-class _Guarded:
-    """Accesses of a copy with tails: each under its operands' guards (support/tails.py),
-    loads and stores together (no staging across a guard)."""
+class _Items:
+    """One access of the walk at view indices: loads issued now and the rest when the
+    returned finisher runs (staging), or, for a copy with tails, the whole access under
+    its operands' guards (support/tails.py: loads and stores together)."""
 
-    def __init__(self, compute: Compute, views: dict[int, View], padding: float | int | None):
-        self.compute, self.views = compute, views
+    def __init__(self, compute: Compute, views: dict[int, View], p: Plan,
+                 sizes: list[ir.Value], padding: float | int | None):
+        self.compute, self.views, self.plan, self.sizes = compute, views, p, sizes
         dst = compute.info.dst
         self.padding = tails.Padding(padding, dst.dtype) if padding is not None else None
-        self.needed = any(v.bounds for v in views.values())
+        self.guarded = any(v.bounds for v in views.values())
 
     def item(self, indices: list[ir.Value], vec: int) -> Callable[[], None]:
+        if self.guarded:
+            self._guarded(indices, vec)
+            return lambda: None
+        at = _at(self.views, indices)
+        position = row_major(indices, self.sizes) if self.compute.indexed else None
+        args = self.compute.load(at, vec, self.plan.splat, position)
+        return lambda: self.compute.finish(args, at, vec)
+
+    def _guarded(self, indices: list[ir.Value], vec: int) -> None:
         def at(lane: int) -> dict[int, Address]:
             shifted = indices if not lane else \
                 [*indices[:-1], arith.addi(indices[-1], const_index(lane))]
@@ -221,7 +219,6 @@ class _Guarded:
         guards = {i: tails.guard_of(indices, v.bounds, vec) for i, v in self.views.items()
                   if v.bounds}
         tails.guarded(tails.Site(self.compute, at, padding=self.padding), vec, guards)
-        return lambda: None
 
 
 def _rounds(walk: Walk, item: Item, stage: int) -> None:
