@@ -211,6 +211,9 @@ REDUCTIONS: list[Reduce] = [
            layout="S[(3, 32, 2):(1@warpid, 1@laneid, 1)]|"),
     Reduce("sum", (4, 128), axes=(1,), threads=128, memory="registers", into="global",
            layout="S[(4, 128):(1, 1@tid)]|", accum=True),
+    Reduce("max", (2, 4, 32, 2), axes=(0, 1, 2, 3), threads=256, memory="registers",
+           layout="S[(2, 4, 32, 2):(1@wgid, 1@warpid, 1@laneid, 1)]|"
+                  "S[1], R[(2, 4, 32):(1@wgid, 1@warpid, 1@laneid)]"),
     Reduce("sum", (128, 2), axes=(0,), threads=256, scope="warpgroup", memory="registers",
            dtype="bf16", layout="S[(128, 2):(1@tid, 1)]|S[2], R[128:1@tid]"),
 ]
