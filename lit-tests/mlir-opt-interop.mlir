@@ -7,7 +7,7 @@
 // CHECK: "tile.elementwise"(%{{.*}}) {op = "add"
 // SELF: #tile.layout<"S[(4, 8)]">
 // Fused ops (op = "fused", expr = [...]) are generic attributes upstream reads too.
-// FUSED: "tile.elementwise"({{.*}}) {expr = ["add(%0, %1) : bf16", "gelu($0) : bf16", "mul($1, %0) : bf16"], op = "fused"
+// FUSED: "tile.elementwise"({{.*}}) {expr = ["copy(%0) : bf16", "copy(%1) : bf16", "add($0, $1) : bf16", "gelu($2) : bf16", "mul($3, $0) : bf16"], op = "fused"
 gpu.module @m {
   gpu.func @k() kernel {
     %s = "tile.alloc"() {layout = #tile.layout<"S[(4, 8)]">} : () -> memref<4x8xf32, #gpu.address_space<workgroup>>

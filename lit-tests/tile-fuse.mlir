@@ -7,27 +7,24 @@
 // RUN: tile-opt %s --split-input-file -p tile-to-ptx --emit=ptx | FileCheck %s --check-prefix=PTX
 
 // Three ops in registers: add, gelu, mul through bf16 temporaries become one op; each
-// intermediate keeps its bf16 rounding. The copies in and out stay (no variant takes
-// global and register operands in one elementwise op).
+// intermediate keeps its bf16 rounding. The copies into registers fuse too
+// (elementwise/reg_mem reads global operands beside a register tile): the fused op reads
+// the inputs from global memory, 16 bytes a lane, and only the copy out stays.
 // CHECK-LABEL: gpu.func @registers
-// CHECK: %[[X:.*]] = "tile.alloc"()
-// CHECK: %[[Y:.*]] = "tile.alloc"()
 // CHECK: %[[R:.*]] = "tile.alloc"()
 // CHECK-NOT: "tile.alloc"
-// CHECK: "tile.elementwise"(%[[R]], %[[X]], %[[Y]]) {expr = ["add(%0, %1) : bf16", "gelu($0) : bf16", "mul($1, %0) : bf16"], op = "fused", operandSegmentSizes = array<i32: 1, 1, 1, 0>, scope = "warp"}
+// CHECK: "tile.elementwise"(%[[R]], %arg0, %arg1) {expr = ["copy(%0) : bf16", "copy(%1) : bf16", "add($0, $1) : bf16", "gelu($2) : bf16", "mul($3, $0) : bf16"], op = "fused", operandSegmentSizes = array<i32: 1, 1, 1, 0>, scope = "warp"}
 // CHECK-NOT: "tile.elementwise"
 // CHECK: "tile.copy"(%{{.*}}, %[[R]])
 // LOWER-LABEL: gpu.func @registers
-// LOWER: scf.for
-// LOWER-COUNT-2: vector.load {{.*}} : memref<8xbf16, #gpu.address_space<private>>, vector<2xbf16>
+// LOWER: vector.load %arg0{{.*}} : memref<32x8xbf16>, vector<8xbf16>
+// LOWER: vector.load %arg1{{.*}} : memref<32x8xbf16>, vector<8xbf16>
 // LOWER-NOT: vector.load
-// LOWER: arith.addf {{.*}} : vector<2xbf16>
+// LOWER: arith.addf {{.*}} : vector<8xbf16>
 // LOWER: math.erf
-// LOWER: arith.truncf {{.*}} : vector<2xf32> to vector<2xbf16>
-// LOWER: arith.mulf {{.*}} : vector<2xbf16>
-// LOWER-NOT: vector.load
-// LOWER: vector.store {{.*}} : memref<8xbf16, #gpu.address_space<private>>, vector<2xbf16>
-// LOWER-NOT: vector.store {{.*}} #gpu.address_space<private>
+// LOWER: arith.truncf {{.*}} : vector<8xf32> to vector<8xbf16>
+// LOWER: arith.mulf {{.*}} : vector<8xbf16>
+// LOWER: vector.store {{.*}} : memref<8xbf16, #gpu.address_space<private>>, vector<8xbf16>
 // LOWER: gpu.return
 // PTX-LABEL: .entry registers(
 // PTX-NOT: .local
@@ -39,16 +36,16 @@ gpu.module @m {
     "tile.copy"(%x, %g) {scope = "warp"} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16>) -> ()
     "tile.copy"(%y, %h) {scope = "warp"} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16>) -> ()
     %t1 = "tile.alloc"() {layout = #tile.layout<"S[(32, 8):(1@laneid, 1)]">} : () -> memref<32x8xbf16, #gpu.address_space<private>>
+    // expected-remark@+1 {{tile.elementwise add: fused the tile.copy at 37:5 into it: expr ["copy(%0) : bf16", "add(%1, $0) : bf16"]}}
     "tile.elementwise"(%t1, %x, %y) {op = "add", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>) -> ()
     %t2 = "tile.alloc"() {layout = #tile.layout<"S[(32, 8):(1@laneid, 1)]">} : () -> memref<32x8xbf16, #gpu.address_space<private>>
-    // expected-remark@+1 {{tile.elementwise gelu: fused the tile.elementwise add at 42:5 into it: expr ["add(%0, %1) : bf16", "gelu($0) : bf16"]}}
+    // expected-remark@+1 {{tile.elementwise gelu: fused the tile.elementwise fused(copy, add) at 40:5 into it}}
     "tile.elementwise"(%t2, %t1) {op = "gelu", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>) -> ()
     %r = "tile.alloc"() {layout = #tile.layout<"S[(32, 8):(1@laneid, 1)]">} : () -> memref<32x8xbf16, #gpu.address_space<private>>
-    // expected-remark@+3 {{tile.elementwise mul: fused the tile.elementwise fused(add, gelu) at 45:5 into it: expr ["add(%0, %1) : bf16", "gelu($0) : bf16", "mul($1, %0) : bf16"]}}
-    // expected-remark@+2 {{tile.elementwise fused(add, gelu, mul): not fused with the tile.copy at 39:5 that writes its input 0: no lowering variant takes the fused op}}
-    // expected-remark@+1 {{tile.elementwise fused(add, gelu, mul): not fused with the tile.copy at 40:5 that writes its input 1: no lowering variant takes the fused op}}
+    // expected-remark@+2 {{tile.elementwise mul: fused the tile.elementwise fused(copy, add, gelu) at 43:5 into it}}
+    // expected-remark@+1 {{tile.elementwise fused(copy, add, gelu, mul): fused the tile.copy at 36:5 into it: expr ["copy(%0) : bf16", "copy(%1) : bf16", "add($0, $1) : bf16", "gelu($2) : bf16", "mul($3, $0) : bf16"]}}
     "tile.elementwise"(%r, %t2, %x) {op = "mul", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>, memref<32x8xbf16, #gpu.address_space<private>>) -> ()
-    // expected-remark@+1 {{tile.copy: not fused with the tile.elementwise fused(add, gelu, mul) at 50:5 that writes its input 0: no lowering variant takes the fused op}}
+    // expected-remark@+1 {{tile.copy: not fused with the tile.elementwise fused(copy, copy, add, gelu, mul) at 47:5 that writes its input 0: the consumer's dst may overlap what the producer reads}}
     "tile.copy"(%o, %r) {scope = "warp"} : (memref<32x8xbf16>, memref<32x8xbf16, #gpu.address_space<private>>) -> ()
     gpu.return
   }
@@ -85,9 +82,9 @@ gpu.module @m {
     %t = "tile.alloc"() {layout = #tile.layout<"S[(64, 128)]">} : () -> memref<64x128xf32, #gpu.address_space<workgroup>>
     "tile.elementwise"(%t, %x, %s) {op = "mul", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64x128xf32, #gpu.address_space<workgroup>>, memref<64x128xf32>, f32) -> ()
     %u = "tile.alloc"() {layout = #tile.layout<"S[(64, 128)]">} : () -> memref<64x128xf32, #gpu.address_space<workgroup>>
-    // expected-remark@+1 {{tile.elementwise add: fused the tile.elementwise mul at 86:5 into it: expr ["mul(%0, %1) : f32", "add($0, %2) : f32"]}}
+    // expected-remark@+1 {{tile.elementwise add: fused the tile.elementwise mul at 83:5 into it: expr ["mul(%0, %1) : f32", "add($0, %2) : f32"]}}
     "tile.elementwise"(%u, %t, %bias) {op = "add", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64x128xf32, #gpu.address_space<workgroup>>, memref<64x128xf32, #gpu.address_space<workgroup>>, memref<64x128xf32, strided<[1, 0]>>) -> ()
-    // expected-remark@+1 {{tile.elementwise silu: fused the tile.elementwise fused(mul, add) at 89:5 into it}}
+    // expected-remark@+1 {{tile.elementwise silu: fused the tile.elementwise fused(mul, add) at 86:5 into it}}
     "tile.elementwise"(%out, %u) {op = "silu", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64x128xf32>, memref<64x128xf32, #gpu.address_space<workgroup>>) -> ()
     gpu.return
   }
@@ -102,7 +99,7 @@ gpu.module @m {
   gpu.func @copy_in(%x: memref<256xf16>, %out: memref<256xf16> {llvm.noalias}) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     %t = memref.alloca() : memref<256xf16>
     "tile.copy"(%t, %x) {scope = "cta"} : (memref<256xf16>, memref<256xf16>) -> ()
-    // expected-remark@+1 {{tile.elementwise exp: fused the tile.copy at 104:5 into it}}
+    // expected-remark@+1 {{tile.elementwise exp: fused the tile.copy at 101:5 into it}}
     "tile.elementwise"(%out, %t) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf16>, memref<256xf16>) -> ()
     gpu.return
   }
@@ -126,7 +123,7 @@ gpu.module @m {
 gpu.module @m {
   gpu.func @argument(%a: memref<256xf32>, %b: memref<256xf32>, %o: memref<256xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     "tile.elementwise"(%b, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{tile.elementwise neg: not fused with the tile.elementwise exp at 128:5 that writes its input 0: the intermediate is a kernel argument, observable after the kernel}}
+    // expected-remark@+1 {{tile.elementwise neg: not fused with the tile.elementwise exp at 125:5 that writes its input 0: the intermediate is a kernel argument, observable after the kernel}}
     "tile.elementwise"(%o, %b) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     gpu.return
   }
@@ -141,7 +138,7 @@ gpu.module @m {
     %t = memref.alloca() : memref<256xf32>
     "tile.elementwise"(%t, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     "tile.elementwise"(%o, %t) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{tile.elementwise sqrt: not fused with the tile.elementwise exp at 142:5 that writes its input 0: the intermediate is read elsewhere (by tile.elementwise neg at 143:5)}}
+    // expected-remark@+1 {{tile.elementwise sqrt: not fused with the tile.elementwise exp at 139:5 that writes its input 0: the intermediate is read elsewhere (by tile.elementwise neg at 140:5)}}
     "tile.elementwise"(%p, %t) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     gpu.return
   }
@@ -149,25 +146,25 @@ gpu.module @m {
     %t = memref.alloca() : memref<256xf32>
     "tile.elementwise"(%t, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     "tile.elementwise"(%a, %b) {op = "abs", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{not fused with the tile.elementwise exp at 150:5 that writes its input 0: the tile.elementwise abs at 151:5 between them writes memory the producer reads}}
+    // expected-remark@+1 {{not fused with the tile.elementwise exp at 147:5 that writes its input 0: the tile.elementwise abs at 148:5 between them writes memory the producer reads}}
     "tile.elementwise"(%o, %t) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     gpu.return
   }
   gpu.func @overlap(%a: memref<256xf32>, %o: memref<256xf32>, %c: memref<512xf32> {llvm.noalias}) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     %t = memref.alloca() : memref<256xf32>
     "tile.elementwise"(%t, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{not fused with the tile.elementwise exp at 158:5 that writes its input 0: the consumer's dst may overlap what the producer reads (the same buffer through another view, or kernel arguments not marked llvm.noalias)}}
+    // expected-remark@+1 {{not fused with the tile.elementwise exp at 155:5 that writes its input 0: the consumer's dst may overlap what the producer reads (the same buffer through another view, or kernel arguments not marked llvm.noalias)}}
     "tile.elementwise"(%o, %t) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     %low = memref.subview %c[0] [256] [1] : memref<512xf32> to memref<256xf32, strided<[1]>>
     %high = memref.subview %c[256] [256] [1] : memref<512xf32> to memref<256xf32, strided<[1], offset: 256>>
     %u = memref.alloca() : memref<256xf32>
     "tile.elementwise"(%u, %low) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32, strided<[1]>>) -> ()
-    // expected-remark@+1 {{not fused with the tile.elementwise exp at 164:5 that writes its input 0: the consumer's dst may overlap what the producer reads}}
+    // expected-remark@+1 {{not fused with the tile.elementwise exp at 161:5 that writes its input 0: the consumer's dst may overlap what the producer reads}}
     "tile.elementwise"(%high, %u) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32, strided<[1], offset: 256>>, memref<256xf32>) -> ()
     // in place: each element is read where it is written, as unfused
     %w = memref.alloca() : memref<256xf32>
     "tile.elementwise"(%w, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{tile.elementwise neg: fused the tile.elementwise exp at 169:5 into it: expr ["exp(%0) : f32", "neg($0) : f32"]}}
+    // expected-remark@+1 {{tile.elementwise neg: fused the tile.elementwise exp at 166:5 into it: expr ["exp(%0) : f32", "neg($0) : f32"]}}
     "tile.elementwise"(%a, %w) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     gpu.return
   }
@@ -188,9 +185,9 @@ gpu.module @m {
   gpu.func @own_dst(%a: memref<256xf32>, %o: memref<256xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     %t = memref.alloca() : memref<256xf32>
     "tile.elementwise"(%t, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{not fused with the tile.elementwise exp at 190:5 that writes its input 0: the consumer writes the intermediate too}}
+    // expected-remark@+1 {{not fused with the tile.elementwise exp at 187:5 that writes its input 0: the consumer writes the intermediate too}}
     "tile.elementwise"(%t, %t) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
-    // expected-remark@+1 {{not fused with the tile.elementwise neg at 192:5 that writes its input 0: the producer reads its own dst (the intermediate's old value)}}
+    // expected-remark@+1 {{not fused with the tile.elementwise neg at 189:5 that writes its input 0: the producer reads its own dst (the intermediate's old value)}}
     "tile.elementwise"(%o, %t) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<256xf32>, memref<256xf32>) -> ()
     gpu.return
   }
