@@ -17,6 +17,7 @@ import cProfile
 import pstats
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -174,8 +175,10 @@ def lean(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[FakeDriver
     monkeypatch.setattr(args, "from_host", lambda host, like: torch.empty(
         host.shape, getattr(torch, host.dtype.name)))
     entry.clear()
+    kernels.clear()
     yield torch, drivers
     entry.clear()
+    kernels.clear()
 
 
 def _calls(function: Any) -> int:
@@ -234,3 +237,31 @@ def test_misaligned_input_passes_an_aligned_base(lean: tuple[Any, list[FakeDrive
     ops.exp(x)
     values = drivers[-1].launches[-1].values
     assert (1 << 36) in values and values[-1] == 2  # base, and an element offset of 2
+
+
+# ------------------------------------------------------------------ CUDA graphs
+
+
+def test_a_first_call_under_capture_is_refused(torch: Any, rng: np.random.Generator,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """While torch captures a CUDA graph, a call that would compile or load a kernel (the
+    first of its kind) raises CaptureError, naming the warm-up; after a warm-up call the
+    same call runs from its plan (no load, no sync, no copy), and a new plan whose kernel
+    is loaded already may be made under capture too."""
+    capturing = [False]
+    torch.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: capturing[0])
+    kernels.clear()
+    x, y = rng.standard_normal((2, 600)).astype(np.float32)
+    capturing[0] = True
+    with pytest.raises(kernels.CaptureError, match="warm-up"):
+        ops.add(torch.tensor(x), torch.tensor(y))
+    capturing[0] = False
+    ops.add(torch.tensor(x), torch.tensor(y))  # the warm-up
+    capturing[0] = True
+    np.testing.assert_array_equal(ops.add(torch.tensor(x), torch.tensor(y)).numpy(), x + y)
+    out = torch.tensor(np.zeros(600, np.float32))
+    np.testing.assert_array_equal(ops.add(torch.tensor(x), torch.tensor(y), out=out).numpy(),
+                                  x + y)  # a new plan (out=), the same kernel: allowed
+    with pytest.raises(kernels.CaptureError):
+        ops.rope_neox(torch.tensor(np.zeros((2, 1, 8), np.float32)), None,
+                      torch.tensor(np.zeros(2, np.int64)), max_position=4)

@@ -27,7 +27,7 @@ import pytest
 
 from support.host import CARRIERS, Buffer, dtype_of, run
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.ops import args, entry, kernels
+from tile_mlir.ops import args, entry, kernels, rope
 from tile_mlir.ops.args import Array
 from tile_mlir.ops.programs import KernelProgram
 from tile_mlir.ops.programs.reduction import ReductionProgram
@@ -36,7 +36,10 @@ _BY_NUMPY = {d.numpy: name for name, d in DTYPES.items()}
 
 
 class EmuArray:
-    """A strided view of a buffer of the pretend device."""
+    """A strided view of a buffer of the pretend device (`device`: the CUDA ordinal it
+    claims, for tests of arrays on two devices)."""
+
+    device = 0
 
     def __init__(self, buffer: Buffer, dtype: str, shape: Sequence[int],
                  strides: Sequence[int], offset: int = 0):
@@ -58,10 +61,13 @@ class EmuArray:
 
     def view(self, shape: Sequence[int], strides: Sequence[int], offset: int = 0) -> EmuArray:
         """Another view of the same memory (offset counts from this view's start)."""
-        return EmuArray(self.buffer, self.dtype, shape, strides, self.offset + offset)
+        view = EmuArray(self.buffer, self.dtype, shape, strides, self.offset + offset)
+        view.device = self.device
+        return view
 
     def ref(self, name: str = "array") -> Array:
-        return Array(name, "cai", self.dtype, self.shape, self.strides, self.pointer, 0, self)
+        return Array(name, "cai", self.dtype, self.shape, self.strides, self.pointer,
+                     self.device, self)
 
 
 class Device:
@@ -176,9 +182,13 @@ def device(monkeypatch: pytest.MonkeyPatch) -> Iterator[Device]:
     monkeypatch.setattr(args, "describe", describe_emu)
     monkeypatch.setattr(args, "allocate", allocate)
     monkeypatch.setattr(args, "to_device", lambda values, device=0: emu.array(values))
-    monkeypatch.setattr(args, "from_host", lambda values, like: emu.array(values))
+    monkeypatch.setattr(args, "from_host", lambda values, like: values if like.kind == "numpy"
+                        else emu.array(values))
+    monkeypatch.setattr(rope, "_on_device", {})  # caches placed on another test's device
     monkeypatch.setattr(kernels, "load", lambda program, device: _Kernel(emu, program).loaded())
     monkeypatch.setattr(kernels, "chip", lambda device: None)
     entry.clear()
+    kernels.clear()
     yield emu
     entry.clear()
+    kernels.clear()

@@ -130,9 +130,11 @@ def row_major(shape: Sequence[int]) -> tuple[int, ...]:
 
 
 def _numpy(a: np.ndarray, name: str) -> Array:
+    """A host array: its pointer is its host address (for overlaps between host arrays;
+    a kernel gets a device copy's)."""
     size = a.dtype.itemsize
     return Array(name, "numpy", _dtype(a.dtype.name, name), tuple(a.shape),
-                 tuple(s // size for s in a.strides), 0, None, a)
+                 tuple(s // size for s in a.strides), int(a.ctypes.data), None, a)
 
 
 def _from_info(value: Any, kind: str, info: runtime_arrays.ArrayInfo, name: str) -> Array:

@@ -77,13 +77,21 @@ def ctypes_of(program: KernelProgram) -> tuple[type[Any], ...]:
     return tuple(CTYPES[kind] for kind in program.params())
 
 
-def load(program: KernelProgram, device: int) -> Loaded:
-    """The program's kernel on `device` (compiled and loaded once per process)."""
+def get(program: KernelProgram, device: int) -> Loaded:
+    """The program's kernel on `device`: loaded once per process (`load`), never under
+    capture_guard(True)."""
     key = (program.request(), device)
     found = _LOADED.get(key)
     if found is not None:
         return found
     check_not_capturing(f"the kernel {program.name} would be compiled and loaded")
+    loaded = load(program, device)
+    with _lock:
+        return _LOADED.setdefault(key, loaded)
+
+
+def load(program: KernelProgram, device: int) -> Loaded:
+    """Compile (or find in the kernel cache) and load the program's kernel on `device`."""
     from tile_mlir.runtime import driver
 
     kernel = compiled(program).kernel(program.name, device)
@@ -91,10 +99,8 @@ def load(program: KernelProgram, device: int) -> Loaded:
     if len(types) != len(kernel.spec.params):
         raise RuntimeError(f"{program.name}: the program says {len(types)} arguments, the "
                            f"compiled kernel has {len(kernel.spec.params)}")
-    loaded = Loaded(kernel.function, types, driver.cuda().cuLaunchKernel,
-                    (program.threads, 1, 1), device, program.name)
-    with _lock:
-        return _LOADED.setdefault(key, loaded)
+    return Loaded(kernel.function, types, driver.cuda().cuLaunchKernel,
+                  (program.threads, 1, 1), device, program.name)
 
 
 def compiled(program: KernelProgram, chip: str | None = None) -> Any:

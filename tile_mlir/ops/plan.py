@@ -123,7 +123,8 @@ class Builder:
         root = f"_p_{var}"
         self.objects[root] = var
         strides = args.row_major(shape)
-        return Array(name, self.kind, dtype, tuple(shape), strides, 0, self.device, None, root)
+        device = None if self.kind == "numpy" else self.device
+        return Array(name, self.kind, dtype, tuple(shape), strides, 0, device, None, root)
 
     def output(self, shape: Sequence[int], dtype: str, name: str = "out") -> Array:
         """A new output of the call's kind (allocated by the launcher, aligned)."""
@@ -201,7 +202,7 @@ class Builder:
     def finish(self) -> Launcher:
         """Load the kernels, write the launcher."""
         for launch in self.launches:
-            launch.kernel = kernels.load(launch.program, self.device)
+            launch.kernel = kernels.get(launch.program, self.device)
         return Launcher(self)
 
 
@@ -227,6 +228,10 @@ def _alloc_lines(plan: Builder, names: dict[str, Any]) -> list[str]:
                          f"{plan.kind!r}, {plan.device})")
             pointer = "0" if plan.kind == "numpy" else f"_POINTER({alloc.var})"
             lines.append(f"    _p_{alloc.var} = {pointer}")
+            continue
+        if plan.kind == "numpy":  # a plan with nothing to launch: no pointer needed
+            lines.append(f"    {alloc.var} = _ALLOC(_SHAPE{n}, {alloc.dtype!r}, 'numpy', 0)")
+            lines.append(f"    _p_{alloc.var} = 0")
             continue
         if plan.kind == "torch":
             torch = args.torch_module()

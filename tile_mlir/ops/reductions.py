@@ -227,7 +227,8 @@ def reduce(b: Builder, name: str, input: Any, dim: Any, *, keepdim: bool,  # noq
     if DTYPES[result].bits < DTYPES[x.dtype].bits or (result != x.dtype and
                                                       DTYPES[result].bits == 16):
         x = apply(b, "cast", [In(x)], b.temporary(x.shape, result), result=result, what=name)
-    dims = normalize_dims(dim, len(x.shape))
+    # a 0-d array takes dim 0 or -1, as torch does, and has nothing to reduce
+    dims = tuple(d for d in normalize_dims(dim, len(x.shape)) if d < len(x.shape))
     shape = tuple(1 if i in dims else s for i, s in enumerate(x.shape)) if keepdim else \
         tuple(s for i, s in enumerate(x.shape) if i not in dims)
     count = math.prod(x.shape[d] for d in dims)
