@@ -265,3 +265,25 @@ def test_a_first_call_under_capture_is_refused(torch: Any, rng: np.random.Genera
     with pytest.raises(kernels.CaptureError):
         ops.rope_neox(torch.tensor(np.zeros((2, 1, 8), np.float32)), None,
                       torch.tensor(np.zeros(2, np.int64)), max_position=4)
+
+
+def test_a_plan_checks_where_out_lies(device: Device, rng: np.random.Generator) -> None:
+    """A plan made for out= apart from the input serves a later call whose out= overlaps
+    the input with the same layouts (the key cannot tell): the plan compares the two byte
+    ranges every call and refuses, naming out; in every family."""
+    x = rng.standard_normal(64).astype(np.float32)
+    buffer = device.array(np.concatenate([x, x]))
+    ops.neg(device.array(x).view((10,), (1,)), out=device.empty((10,), "f32"))
+    with pytest.raises(ValueError, match="argument 'out' overlaps argument 'input'"):
+        ops.neg(buffer.view((10,), (1,)), out=buffer.view((10,), (1,), 4))  # 16 bytes on
+    ops.sum(device.array(x).view((4, 8), (8, 1)), dim=1, out=device.empty((4,), "f32"))
+    with pytest.raises(ValueError, match="argument 'out' overlaps argument 'input'"):
+        ops.sum(buffer.view((4, 8), (8, 1)), dim=1, out=buffer.view((4,), (1,), 4))
+    q = device.array(rng.standard_normal((2, 1, 8)).astype(np.float32))
+    positions = device.array(np.array([0, 1]))
+    ops.rope_neox(q, None, positions, max_position=4, out=(device.empty((2, 1, 8), "f32"),
+                                                           None))
+    with pytest.raises(ValueError, match="argument 'out\\[0\\]' overlaps argument 'query'"):
+        ops.rope_neox(buffer.view((2, 1, 8), (8, 8, 1)), None, positions, max_position=4,
+                      out=(buffer.view((2, 1, 8), (8, 8, 1), 4), None))
+    assert ops.neg(buffer.view((10,), (1,)), out=buffer.view((10,), (1,), 32)) is not None

@@ -225,6 +225,9 @@ def apply(b: Builder, op: str, inputs: Sequence[In], out: Array | None = None, *
     if not arrays:
         b.place([out])
     same = args.check_overlap(out, arrays, call.what)
+    for given in arrays:
+        if not any(given is s for s in same):
+            b.disjoint(out, given, call.what)
     if out.dtype != call.result:  # computed in the result's type, then cast into out
         temporary = b.temporary(call.shape, call.result)
         _launch(b, call, temporary, inplace=False)

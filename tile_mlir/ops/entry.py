@@ -252,9 +252,11 @@ def _generate(spec: Spec) -> Callable[..., Any]:
             _NS[f"_D_{spec.name}_{p.name}"] = p.default
     _NS[f"_ID_{spec.name}"] = spec.name
     _NS[f"_SLOW_{spec.name}"] = lambda key, *values: full(spec, key, values)
-    exec(compile("\n".join(lines) + "\n", f"<tile_mlir.ops.{spec.name}>", "exec"), _NS)
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<tile_mlir.ops.{spec.name}>", "exec"), _NS)
     function: Callable[..., Any] = _NS[spec.name]
     function.__spec__ = spec  # type: ignore[attr-defined]
+    function.__entry_source__ = source  # type: ignore[attr-defined] # to read, when in doubt
     return function
 
 

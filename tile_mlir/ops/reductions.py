@@ -179,8 +179,8 @@ def _final(b: Builder, out: Array | None, shape: tuple[int, ...], *, result: str
         return b.output(shape, result), None
     check_out(out, shape, result, [x], name)
     args.check_overlap(out, [x], name)
-    direct = out.dtype == result and not out.misalignment and \
-        _dense(out.shape, out.strides) and not args.overlaps(out, x)
+    b.disjoint(out, x, name)
+    direct = out.dtype == result and not out.misalignment and _dense(out.shape, out.strides)
     if direct:
         return out, None
     return b.temporary(shape, result), out

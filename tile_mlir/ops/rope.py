@@ -362,6 +362,9 @@ def _output(b: Builder, name: str, given: Array | None, like: Array,
     if given.shape[2] > 1 and given.strides[2] != 1:
         raise ValueError(f"argument '{name}' must be contiguous along head_dim")
     same = args.check_overlap(given, inputs, "RoPE")
+    for other in inputs:
+        if not any(other is s for s in same):
+            b.disjoint(given, other, "RoPE")
     if not same:
         return given, like
     if any(other is not like for other in same):
