@@ -32,9 +32,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tile_mlir.contract import KERNEL_ARG_ALIGN
 from tile_mlir.ops import args, kernels, strategy
 from tile_mlir.ops.args import NUMBERS, Array
 from tile_mlir.ops.plan import Builder
+
+_ALIGN_MASK = KERNEL_ARG_ALIGN - 1
 
 ROLES = ("operand", "array", "optional", "number", "static", "out", "outs")
 ARRAY_ROLES = ("operand", "array", "optional", "out")
@@ -88,7 +91,7 @@ def keyof(value: Any) -> tuple[Any, int] | None:
         if not getattr(value, "is_cuda", True):
             return None
         pointer = value.data_ptr()
-        return (value.dtype, tuple(value.shape), tuple(value.stride()), pointer & 15,
+        return (value.dtype, tuple(value.shape), tuple(value.stride()), pointer & _ALIGN_MASK,
                 value.device), pointer
     try:
         found = args.describe(value, "argument")
@@ -96,7 +99,7 @@ def keyof(value: Any) -> tuple[Any, int] | None:
         return None
     if found is None or found.kind == "numpy":
         return None
-    return (found.kind, found.dtype, found.shape, found.strides, found.pointer & 15,
+    return (found.kind, found.dtype, found.shape, found.strides, found.pointer & _ALIGN_MASK,
             found.device), found.pointer
 
 
@@ -169,7 +172,10 @@ def _generic(name: str, value: str, call: str, key: str, pointer: str) -> list[s
 
 
 def _array_key(value: str, pointer: str) -> str:
-    return f"({value}.dtype, {value}.shape, {value}.stride(), {pointer} & 15, {value}.device)"
+    """An array's key part: what a plan depends on (the misalignment under
+    KERNEL_ARG_ALIGN, not the pointer: that is read per call)."""
+    return (f"({value}.dtype, {value}.shape, {value}.stride(), {pointer} & {_ALIGN_MASK}, "
+            f"{value}.device)")
 
 
 def _param_lines(spec: Spec, param: inspect.Parameter, slow: str, earlier: list[str]

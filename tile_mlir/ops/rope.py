@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from tile_mlir.contract import ACCESS_BYTES
 from tile_mlir.dtypes import DTYPES, promote_types
 from tile_mlir.ops import args, coalesce, entry, kernels
 from tile_mlir.ops.args import Array, torch_name
@@ -381,7 +382,7 @@ def _output(b: Builder, name: str, given: Array | None, like: Array,
 def _threads(heads: int, rotary_dim: int, dtype: str, style: str) -> int:
     """Enough threads for one access each to the largest op of a token (a power of two,
     32 to 256): 16-byte vectors along the neox halves, elements along GPT-J's pairs."""
-    vector = 16 // DTYPES[dtype].bytes if style == "neox" else 1
+    vector = ACCESS_BYTES // DTYPES[dtype].bytes if style == "neox" else 1
     accesses = max(1, heads * (rotary_dim // 2) // vector)
     return min(256, max(32, 1 << (accesses - 1).bit_length()))
 

@@ -137,7 +137,7 @@ def _chunks_for_rows(a: int, r: int, nbytes: int) -> int:
 
 def _chunks_for_columns(a: int, r: int, b: int, nbytes: int) -> int:
     """How many pieces to cut the reduced rows into so that the grid fills the GPU."""
-    blocks = a * max(1, b // (BLOCK * max(1, 16 // nbytes)))
+    blocks = a * max(1, b // (BLOCK * max(1, ACCESS_BYTES // nbytes)))
     if blocks >= TARGET_CTAS or r * b * nbytes // blocks <= CHUNK_BYTES:
         return 1
     want = min(TARGET_CTAS // blocks, r * b * nbytes // (blocks * CHUNK_BYTES))

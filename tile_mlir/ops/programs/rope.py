@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
+from tile_mlir.contract import ACCESS_BYTES
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.ops.programs.elementwise import ArraySpec
 from tile_mlir.ops.programs.writer import DYNAMIC, Writer, memref_type, module_text
@@ -253,7 +254,7 @@ class _RopeKernel:
         types = ", ".join(type_ for _, type_ in [dst, *inputs])
         self.w.lines.append(
             f'        "tile.elementwise"({names}) {{op = "{op}", scope = "cta", '
-            f"vector_bytes = 16 : i64, stage = 1 : i64, "
+            f"vector_bytes = {ACCESS_BYTES} : i64, stage = 1 : i64, "
             f"operandSegmentSizes = array<i32: {', '.join(map(str, segments))}>}} "
             f": ({types}) -> ()")
 
