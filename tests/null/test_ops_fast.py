@@ -28,6 +28,7 @@ from support.emulated import Device
 from support.fakes import FakeDriver, lean_torch
 
 from tile_mlir import ops
+from tile_mlir.dtypes import DTYPES
 from tile_mlir.ops import args, entry, kernels
 from tile_mlir.ops.programs import KernelProgram
 from tile_mlir.runtime.spec import KernelSpec, Param
@@ -287,3 +288,30 @@ def test_a_plan_checks_where_out_lies(device: Device, rng: np.random.Generator) 
         ops.rope_neox(buffer.view((2, 1, 8), (8, 8, 1)), None, positions, max_position=4,
                       out=(buffer.view((2, 1, 8), (8, 8, 1), 4), None))
     assert ops.neg(buffer.view((10,), (1,)), out=buffer.view((10,), (1,), 32)) is not None
+
+
+def test_cupy_arrays_take_plans(device: Device, rng: np.random.Generator,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """CuPy arrays (keyed by entry.keyof, outputs from cupy.empty, CuPy's current stream):
+    planned once, then served by the plan; views (negative strides) and reductions too."""
+    from support import fake_cupy
+
+    cupy = fake_cupy.module(device)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(args, "allocate", lambda shape, dtype, kind, index: cupy.empty(
+        shape, DTYPES[dtype].np_dtype()))
+    x, y = rng.standard_normal((2, 8, 300)).astype(np.float32)
+    calls = {"add": lambda a, b: (ops.add(a, b), x + y),
+             "reversed": lambda a, b: (ops.neg(a.view_of((8, 300), (-300, 1), 7 * 300)),
+                                       -x[::-1]),
+             "sum": lambda a, b: (ops.sum(b, dim=0), y.astype(np.float64).sum(0))}
+    for name, call in calls.items():
+        got, want = call(cupy.asarray(x), cupy.asarray(y))
+        assert isinstance(got, fake_cupy.ndarray), name
+        np.testing.assert_allclose(got.get(), want, rtol=1e-6, atol=1e-6)
+    reads = len(cupy.stream_reads)
+    _only_plans(monkeypatch)
+    for name, call in calls.items():
+        got, want = call(cupy.asarray(x), cupy.asarray(y))
+        np.testing.assert_allclose(got.get(), want, rtol=1e-6, atol=1e-6, err_msg=name)
+    assert len(cupy.stream_reads) == reads + 3  # CuPy's current stream, read per call
