@@ -301,7 +301,8 @@ def test_cupy_arrays_take_plans(device: Device, rng: np.random.Generator,
     monkeypatch.setattr(args, "allocate", lambda shape, dtype, kind, index: cupy.empty(
         shape, DTYPES[dtype].np_dtype()))
     x, y = rng.standard_normal((2, 8, 300)).astype(np.float32)
-    calls = {"add": lambda a, b: (ops.add(a, b), x + y),
+    calls: dict[str, Callable[[Any, Any], tuple[Any, np.ndarray]]] = {
+             "add": lambda a, b: (ops.add(a, b), x + y),
              "reversed": lambda a, b: (ops.neg(a.view_of((8, 300), (-300, 1), 7 * 300)),
                                        -x[::-1]),
              "sum": lambda a, b: (ops.sum(b, dim=0), y.astype(np.float64).sum(0))}
