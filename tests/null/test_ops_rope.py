@@ -375,3 +375,24 @@ def test_gptj_kernel_has_no_barriers(device: Device, rng: np.random.Generator) -
     ptx = _kernel_ptx(device, rng, ops.rope_non_neox, "f16")
     assert "bar.sync" not in ptx
     assert re.search(r"ld\.global\.nc", ptx)
+
+
+def test_in_place_in_a_packed_qkv(device: Device, rng: np.random.Generator) -> None:
+    """vLLM's in-place RoPE on the query and key views of one packed qkv buffer: their
+    byte ranges interleave without sharing a byte, which is allowed (as torch allows it);
+    the value heads stay untouched."""
+    tokens, heads, key_heads, head_dim = 4, 2, 1, 16
+    width = heads + 2 * key_heads
+    qkv = rng.standard_normal((tokens, width, head_dim)).astype(np.float32)
+    buffer = device.array(qkv, offset=2)
+    strides = (width * head_dim, head_dim, 1)
+    q = buffer.view((tokens, heads, head_dim), strides)
+    k = buffer.view((tokens, key_heads, head_dim), strides, heads * head_dim)
+    positions = device.array(np.array([1, 0, 3, 2]))
+    want_q, want_k = (a.numpy() for a in ops.rope_neox(
+        device.array(qkv[:, :heads].copy()), device.array(qkv[:, heads:heads + 1].copy()),
+        positions, max_position=4))
+    assert ops.rope_neox(q, k, positions, max_position=4, out=(q, k)) == (q, k)
+    np.testing.assert_array_equal(q.numpy(), want_q)
+    np.testing.assert_array_equal(k.numpy(), want_k)
+    np.testing.assert_array_equal(buffer.numpy()[:, heads + 1:], qkv[:, heads + 1:])

@@ -267,9 +267,19 @@ def same_view(a: Array, b: Array) -> bool:
         a.dtype == b.dtype
 
 
+def dense(array: Array) -> bool:
+    """Whether the array's elements fill the bytes they span, each once (torch's
+    non-overlapping and dense): any order of dims, no gaps, no stride 0."""
+    low, high = span(array)
+    return array.numel > 0 and high - low == array.numel * array.itemsize
+
+
 def overlaps(a: Array, b: Array) -> bool:
-    """Whether two arrays share a byte (on one device)."""
-    if a.device != b.device or not a.numel or not b.numel:
+    """Whether two arrays provably share a byte, as torch proves it: both dense and their
+    ranges meeting. (Views with gaps that interleave, such as the query and key of a
+    packed qkv, may lie in one range without sharing a byte: torch lets them be, and
+    so does the library.)"""
+    if a.device != b.device or not dense(a) or not dense(b):
         return False
     a_low, a_high = span(a)
     b_low, b_high = span(b)
