@@ -31,14 +31,16 @@ import math
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tile_mlir.contract import INDEX_LIMIT, KERNEL_ARG_ALIGN, extent
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.ops import promotion
-from tile_mlir.runtime import arrays as runtime_arrays
+
+if TYPE_CHECKING:
+    from tile_mlir.runtime import arrays as runtime_arrays
 
 NUMBERS = (bool, int, float)
 """The Python number types a plan takes by type alone (the value is read per call)."""
@@ -149,11 +151,14 @@ def _torch(t: Any, name: str) -> Array | None:
             return None  # a 0-d host tensor is a number, as torch takes it beside CUDA tensors
         raise TypeError(f"argument '{name}' is a {t.device} tensor; the operator library "
                         "runs on CUDA tensors (move it with .cuda())")
+    from tile_mlir.runtime import arrays as runtime_arrays
+
     return _from_info(t, "torch", runtime_arrays.torch_info(t), name)
 
 
-_INFO = {"cupy": runtime_arrays.cupy_info, "buffer": runtime_arrays.buffer_info,
-         "cai": runtime_arrays.cai_info, "dlpack": runtime_arrays.dlpack_info}
+_INFO_NAMES = {"cupy": "cupy_info", "buffer": "buffer_info", "cai": "cai_info",
+               "dlpack": "dlpack_info"}
+"""runtime.arrays' reader of each kind (imported on the first array described)."""
 
 
 def describe(value: Any, name: str) -> Array | None:
@@ -163,15 +168,17 @@ def describe(value: Any, name: str) -> Array | None:
         return value
     if type(value) in NUMBERS or isinstance(value, np.generic) or value is None:
         return None
+    from tile_mlir.runtime import arrays as runtime_arrays
+
     kind = runtime_arrays.kind_of(value)
     if kind == "numpy":
         return _numpy(value, name)
     if kind == "torch":
         return _torch(value, name)
-    info = _INFO.get(kind)
-    if info is None:
+    reader = _INFO_NAMES.get(kind)
+    if reader is None:
         return None
-    described = info(value)
+    described = getattr(runtime_arrays, reader)(value)
     if described.device is None and kind == "dlpack":
         raise TypeError(f"argument '{name}' is a host DLPack array; pass a NumPy array or a "
                         "device array")
