@@ -24,6 +24,12 @@
 //                         (a mean is a sum with scale = 1/L), in the accumulation type
 //   vector_bytes = n : i64, stage = n : i64
 //                         on tile.elementwise: lowering options of elementwise/gmem
+//   expr = ["row(args) : dtype", ...]
+//                         on tile.elementwise with op = "fused": the steps of a fused
+//                         op (below)
+//   padding = <number>    on tile.copy: dst's elements past src's extent get this value
+//                         (a float or integer attribute: 0xFF800000 : f32 is -inf);
+//                         dst static and at least as large as src in every dim
 irdl.dialect @tile {
   // A TileLayout in the notation of the seeds, e.g.
   //   #tile.layout<"S[(32, 8):(1@laneid, 1)]">
@@ -35,7 +41,9 @@ irdl.dialect @tile {
     irdl.parameters(spec: %spec)
   }
 
-  // dst <- src, element by element over equal shapes.
+  // dst <- src, element by element. Both of one rank; where their extents differ
+  // (a dynamic or smaller memory view beside a static register or shared tile) the
+  // overlap is copied, and with `padding` dst's other elements get the padding.
   //   "tile.copy"(%dst, %src) {scope = "cta"} : (memref<..>, memref<..>) -> ()
   irdl.operation @copy {
     %dst = irdl.base "!builtin.memref"
@@ -48,12 +56,31 @@ irdl.dialect @tile {
   // dst <- op(a, b, c...) element by element; `op` names a row of the op
   // registry (add, mul, sqrt, exp, fma, where, ...), which fixes the arity.
   // Inputs are memrefs of dst's shape (with any strides, 0 for a broadcast
-  // dimension) or scalars, promoted as torch promotes them. a and b are
+  // dimension, or size 1 where dst has more: read at index 0) or scalars,
+  // promoted together with dst as torch promotes them; the result, computed in
+  // that type, is stored into dst as torch's out= stores it (narrowed within a
+  // kind: f32 into bf16; never a float into an integer or bool tile). With
+  // register operands the tile is the
+  // register tile's shape, and memory operands (dst too) may be dynamic or
+  // smaller (the op applies on the overlap). a and b are
   // optional, c is variadic (the third input and any after it, as
   // nan_to_num's), so the generic form carries
   // operandSegmentSizes = array<i32: 1, #a, #b, #c>.
   //   "tile.elementwise"(%c, %a, %b) {op = "add", scope = "cta",
   //       operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (...) -> ()
+  //
+  // A fused op (tile-fuse makes them from chains through temporaries) has
+  // op = "fused" and its steps in `expr`, an array of strings: each step a
+  // registry row applied to the op's inputs %i (%0 is operand a) and earlier
+  // steps' results $k, its result rounded to `dtype` as the unfused op would
+  // round it into a buffer of that type; the last step's dtype is dst's.
+  //   "tile.elementwise"(%out, %x, %y, %z) {op = "fused", scope = "cta",
+  //       expr = ["add(%0, %1) : bf16", "gelu($0) : bf16", "mul($1, %2) : bf16"],
+  //       operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (...) -> ()
+  // computes out = bf16(bf16(gelu(bf16(x + y))) * z), each step in the type
+  // its unfused op computes in. The variadic slot c takes operands of one type
+  // (an IRDL constraint binds one type), so a fused op's inputs are ordered
+  // with at most two of other types first (tile_mlir/op_table/fusion.py).
   irdl.operation @elementwise {
     %dst = irdl.base "!builtin.memref"
     %a = irdl.any

@@ -42,15 +42,18 @@ gpu.module @m {
 
 gpu.module @m {
   gpu.func @k(%a: memref<64xf32>, %b: memref<64xf16>, %i: memref<64xi32>, %p: memref<64xi1>, %d: memref<64xf64>, %s: f32) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
-    // Inputs promote into dst as torch promotes (f16 -> f32, i32 -> f32), never down.
+    // Inputs promote together with dst as torch promotes (f16 -> f32, i32 -> f32); the
+    // result is stored as torch's out= stores it: narrowed within a kind (f32 into f16),
+    // never into a lower kind (a float into an integer tile).
     "tile.elementwise"(%a, %b, %i) {op = "add", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xf32>, memref<64xf16>, memref<64xi32>) -> ()
-    // expected-error@+1 {{input 0 has element type f32, which does not promote to dst's f16}}
     "tile.elementwise"(%b, %a) {op = "exp", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf16>, memref<64xf32>) -> ()
+    // expected-error@+1 {{input 1 has element type f32, whose float results cannot be stored into dst's i32}}
+    "tile.elementwise"(%i, %i, %a) {op = "add", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xi32>, memref<64xi32>, memref<64xf32>) -> ()
     // expected-error@+1 {{scalar input 1 of type f32 does not match the i32 tile}}
     "tile.elementwise"(%i, %i, %s) {op = "mul", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xi32>, memref<64xi32>, f32) -> ()
     // expected-error@+1 {{'lt' produces bool, not f32}}
     "tile.elementwise"(%a, %a, %a) {op = "lt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xf32>, memref<64xf32>, memref<64xf32>) -> ()
-    // expected-error@+1 {{input 1 has element type f32, which does not promote to dst's bool}}
+    // expected-error@+1 {{input 1 has element type f32, whose float results cannot be stored into dst's bool}}
     "tile.elementwise"(%p, %p, %a) {op = "bitwise_and", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xi1>, memref<64xi1>, memref<64xf32>) -> ()
     // expected-error@+1 {{'isnan' is not defined on f64}}
     "tile.elementwise"(%p, %d) {op = "isnan", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xi1>, memref<64xf64>) -> ()

@@ -14,14 +14,14 @@ gpu.module @m {
 
 // -----
 
-// Shared and register operands mixed: every variant says why not.
+// Shared and register integer operands mixed: every variant says why not.
 gpu.module @m {
   gpu.func @none() kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
-    %s = "tile.alloc"() {layout = #tile.layout<"S[(32, 2)]">} : () -> memref<32x2xf32, #gpu.address_space<workgroup>>
-    %r = "tile.alloc"() {layout = #tile.layout<"S[(32, 2):(1@laneid, 1)]">} : () -> memref<32x2xf32, #gpu.address_space<private>>
+    %s = "tile.alloc"() {layout = #tile.layout<"S[(32, 2)]">} : () -> memref<32x2xi32, #gpu.address_space<workgroup>>
+    %r = "tile.alloc"() {layout = #tile.layout<"S[(32, 2):(1@laneid, 1)]">} : () -> memref<32x2xi32, #gpu.address_space<private>>
     // expected-remark@+2 {{variant none}}
     // expected-error@+1 {{has no lowering variant that applies}}
-    "tile.elementwise"(%s, %r) {op = "exp", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<32x2xf32, #gpu.address_space<workgroup>>, memref<32x2xf32, #gpu.address_space<private>>) -> ()
+    "tile.elementwise"(%s, %r) {op = "neg", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<32x2xi32, #gpu.address_space<workgroup>>, memref<32x2xi32, #gpu.address_space<private>>) -> ()
     gpu.return
   }
 }

@@ -5,7 +5,7 @@
 // global -> registers -> global: lane i moves its row of 8 floats as two float4s,
 // and the register side needs no barrier.
 // CHECK-LABEL: gpu.func @through_registers
-// CHECK: %[[R:.*]] = memref.alloca() {alignment = 16 : i64} : memref<8xf32, #gpu.address_space<private>>
+// CHECK: %[[R:.*]] = memref.alloca() {alignment = 32 : i64} : memref<8xf32, #gpu.address_space<private>>
 // CHECK: %[[LANE:.*]] = gpu.thread_id x
 // CHECK: scf.for %[[J:.*]] = %c0 to %c8 step %c4 {
 // CHECK:   %[[V:.*]] = vector.load %{{.*}}[%[[LANE]], %[[J]]] {alignment = 16 : i64} : memref<32x8xf32>, vector<4xf32>

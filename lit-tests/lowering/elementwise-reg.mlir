@@ -8,7 +8,7 @@
 
 // Seed 003: lane i holds row i in 8 registers; sqrt is an 8-register loop per lane.
 // SEED-LABEL: gpu.func @reg_sqrt
-// SEED: %[[R:.*]] = memref.alloca() {alignment = 16 : i64} : memref<8xf32, #gpu.address_space<private>>
+// SEED: %[[R:.*]] = memref.alloca() {alignment = 32 : i64} : memref<8xf32, #gpu.address_space<private>>
 // SEED: scf.for %[[F:.*]] = %c0 to %c8 step %c1 {
 // SEED-NEXT:   %[[X:.*]] = memref.load %[[R]][%[[F]]] : memref<8xf32, #gpu.address_space<private>>
 // SEED-NEXT:   %[[Y:.*]] = llvm.call_intrinsic "llvm.sqrt.f32"(%[[X]]) : (f32) -> f32

@@ -4,7 +4,7 @@
 
 // Rows (registers): each lane folds its 8 registers, no shuffle.
 // CHECK-LABEL: gpu.func @rows
-// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args
+// CHECK: scf.for %{{.*}} = %c1 to %c8 step %c1 iter_args
 // CHECK:   arith.maximumf
 // CHECK-NOT: nvvm.shfl.sync
 gpu.module @m {

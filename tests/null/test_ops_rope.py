@@ -309,10 +309,29 @@ def test_bad_arguments_are_named(what: str, kwargs: dict[str, Any], error: type[
         ops.rope_neox(args.pop("query"), args.pop("key"), args.pop("positions"), **args)
 
 
-def test_in_place_is_refused(device: Device, rng: np.random.Generator) -> None:
-    _, _, q_dev, k_dev = _inputs(device, rng, "f32", Shape(2, 2, 2, 16, 16))
+def test_in_place(device: Device, rng: np.random.Generator) -> None:
+    """out= the inputs themselves rotates in place (vLLM's form); any other overlap of an
+    output with an input is refused, naming the output."""
+    q, k, q_dev, k_dev = _inputs(device, rng, "bf16", Shape(3, 2, 1, 32, 16))
+    assert k is not None and k_dev is not None
+    positions = np.array([0, 5, 2])
+    for _ in range(2):  # planned, then from the plan
+        q_dev, k_dev = device.array(q, "bf16"), device.array(k, "bf16")
+        q_out, k_out = ops.rope_neox(q_dev, k_dev, device.array(positions), max_position=8,
+                                     rotary_dim=16, out=(q_dev, k_dev))
+        assert q_out is q_dev and k_out is k_dev
+        cache = ops.rope_cache("neox", rotary_dim=16, like=q_dev, max_position=8,
+                               base=10000.0).numpy()
+        how = How("neox", "bf16", 16)
+        assert _check(q_dev.numpy(), q, cache, positions, how) == ""
+        assert _check(k_dev.numpy(), k, cache, positions, how) == ""
+    shifted = q_dev.view(q_dev.shape, q_dev.strides, offset=1)
     with pytest.raises(ValueError, match="argument 'out\\[0\\]' overlaps argument 'query'"):
-        ops.rope_neox(q_dev, k_dev, device.array(np.array([0, 1])), out=(q_dev, k_dev))
+        ops.rope_neox(q_dev, k_dev, device.array(positions), max_position=8,
+                      out=(shifted, None))
+    with pytest.raises(ValueError, match="argument 'out\\[1\\]'"):
+        ops.rope_neox(q_dev, k_dev, device.array(positions), max_position=8,
+                      out=(device.empty(q.shape, "bf16"), q_dev))
 
 
 def test_variant_parameters_are_checked() -> None:
@@ -356,3 +375,24 @@ def test_gptj_kernel_has_no_barriers(device: Device, rng: np.random.Generator) -
     ptx = _kernel_ptx(device, rng, ops.rope_non_neox, "f16")
     assert "bar.sync" not in ptx
     assert re.search(r"ld\.global\.nc", ptx)
+
+
+def test_in_place_in_a_packed_qkv(device: Device, rng: np.random.Generator) -> None:
+    """vLLM's in-place RoPE on the query and key views of one packed qkv buffer: their
+    byte ranges interleave without sharing a byte, which is allowed (as torch allows it);
+    the value heads stay untouched."""
+    tokens, heads, key_heads, head_dim = 4, 2, 1, 16
+    width = heads + 2 * key_heads
+    qkv = rng.standard_normal((tokens, width, head_dim)).astype(np.float32)
+    buffer = device.array(qkv, offset=2)
+    strides = (width * head_dim, head_dim, 1)
+    q = buffer.view((tokens, heads, head_dim), strides)
+    k = buffer.view((tokens, key_heads, head_dim), strides, heads * head_dim)
+    positions = device.array(np.array([1, 0, 3, 2]))
+    want_q, want_k = (a.numpy() for a in ops.rope_neox(
+        device.array(qkv[:, :heads].copy()), device.array(qkv[:, heads:heads + 1].copy()),
+        positions, max_position=4))
+    assert ops.rope_neox(q, k, positions, max_position=4, out=(q, k)) == (q, k)
+    np.testing.assert_array_equal(q.numpy(), want_q)
+    np.testing.assert_array_equal(k.numpy(), want_k)
+    np.testing.assert_array_equal(buffer.numpy()[:, heads + 1:], qkv[:, heads + 1:])

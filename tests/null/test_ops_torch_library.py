@@ -73,7 +73,8 @@ def test_a_number_operand_makes_a_custom_op_of_its_own() -> None:
         "lerp_s": "(Tensor input, Tensor end, Scalar weight) -> Tensor",
     }
     assert _schemas(_entry("sum")) == {
-        "sum": "(Tensor x, int[1]? dim=None, bool keepdim=False) -> Tensor"}
+        "sum": "(Tensor input, int[1]? dim=None, bool keepdim=False, ScalarType? dtype=None) "
+               "-> Tensor"}
     assert _schemas(_entry("div"))["div_ts"] == \
         "(Tensor input, Scalar other, str? rounding_mode=None) -> Tensor"
 
@@ -205,7 +206,7 @@ def test_fake_errors_name_the_argument(torch: Any, tops: Any, fake: Any) -> None
         tops.bitwise_and(_t(torch, (3,), "float32"), _t(torch, (3,), "int32"))
     with pytest.raises(TypeError, match="reductions take"):
         tops.sum(_t(torch, (3,), "int32"))
-    with pytest.raises(ValueError, match="dim 2 is out of range"):
+    with pytest.raises(ValueError, match="argument 'dim': 2 is out of range"):
         tops.sum(_t(torch, (3, 4), "float32"), dim=2)
 
 
@@ -299,9 +300,9 @@ def _part_1_stand_ins(torch: Any) -> dict[str, Callable[..., Any]]:
     def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
         return torch.clamp(input, min, max)
 
-    def total(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
-        return torch.sum(x, dim=dim, keepdim=keepdim) if dim is not None else \
-            torch.sum(x).reshape([1] * x.dim() if keepdim else [])
+    def total(x: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+        return torch.sum(x, dim=dim, keepdim=keepdim, dtype=dtype) if dim is not None else \
+            torch.sum(x, dtype=dtype).reshape([1] * x.dim() if keepdim else [])
 
     return {"add": add, "where": where, "clamp": clamp, "sum": total}
 

@@ -215,6 +215,8 @@ def host_module(text: str) -> tuple[str, list[tuple[str, str]], int]:
     if not pipeline.run(module, pipeline.Expander().expand("tile-to-gpu"), sink):
         raise RuntimeError("\n".join(str(d) for d in sink.diagnostics))
     gpu_text = _host_conversions(str(module))
+    # register tiles (private allocas) are the host thread's stack memory alike
+    gpu_text = gpu_text.replace(", #gpu.address_space<private>", "")
     stray_nvvm = re.search(r"nvvm[.][\w.]+", gpu_text)
     if stray_nvvm:
         raise NotEmulated(f"the kernel uses {stray_nvvm.group(0)}")

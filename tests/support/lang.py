@@ -21,14 +21,14 @@ EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES.glob("*.py") if not p.stem.start
 
 FEATURES = {
     # tile.elementwise inputs with size-1 dims broadcast against dst (memory and registers)
-    "broadcast": False,
+    "broadcast": True,
     # tile.elementwise with register and memory operands mixed
-    "mixed": False,
+    "mixed": True,
     # tile.reduce of register tiles across warps, the result replicated (R[...])
-    "cross_warp_reduce": False,
+    "cross_warp_reduce": True,
     # tile.copy between a smaller or dynamic memory view and a static register tile
     # (padding = <number> outside the source)
-    "copy_overlap": False,
+    "copy_overlap": True,
 }
 """The lowering features in progress (another branch): flip one when it lands."""
 

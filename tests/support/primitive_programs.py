@@ -143,6 +143,152 @@ def _register_chain() -> str:
 """
 
 
+# ---------------------------------------------------------- issue 11's features
+# broadcast inputs (size 1), register and memory operands mixed, tails (the overlap
+# copied, padding past the source's end), tail_fill
+
+_REG = "#gpu.address_space<private>"
+_SMEM = "#gpu.address_space<workgroup>"
+
+
+def _kernel(args: str, threads: int, body: str) -> str:
+    return f"""gpu.module @kernels {{
+  gpu.func @k({args}) kernel attributes {{known_block_size = array<i32: {threads}, 1, 1>, known_grid_size = array<i32: 1, 1, 1>}} {{
+{body}    gpu.return
+  }}
+}}
+"""
+
+
+def _gmem_broadcast() -> str:
+    """out = a * b + c over 4x64 with b (1, 64) and c (4, 1) read at index 0 there."""
+    return _kernel("%a: memref<4x64xf32>, %b: memref<1x64xf32>, %c: memref<4x1xf32>, "
+                   "%out: memref<4x64xf32>", 64,
+                   '    "tile.elementwise"(%out, %a, %b, %c) {op = "fma", scope = "cta", '
+                   "operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (memref<4x64xf32>, "
+                   "memref<4x64xf32>, memref<1x64xf32>, memref<4x1xf32>) -> ()\n")
+
+
+def _smem_broadcast() -> str:
+    """A 32x48 shared tile minus a shared row (1, 48), then times a column (32, 1)."""
+    tile, row, col = (f"memref<{d}xf32, {_SMEM}>" for d in ("32x48", "1x48", "32x1"))
+    return _kernel("%a: memref<32x48xf32>, %r: memref<1x48xf32>, %c: memref<32x1xf32>, "
+                   "%out: memref<32x48xf32>", 96, f"""\
+    %s = "tile.alloc"() {{layout = #tile.layout<"S[(32, 48)]">}} : () -> {tile}
+    %sr = "tile.alloc"() {{layout = #tile.layout<"S[(1, 48)]">}} : () -> {row}
+    %sc = "tile.alloc"() {{layout = #tile.layout<"S[(32, 1)]">}} : () -> {col}
+    "tile.copy"(%s, %a) {{scope = "cta"}} : ({tile}, memref<32x48xf32>) -> ()
+    "tile.copy"(%sr, %r) {{scope = "cta"}} : ({row}, memref<1x48xf32>) -> ()
+    "tile.copy"(%sc, %c) {{scope = "cta"}} : ({col}, memref<32x1xf32>) -> ()
+    "tile.elementwise"(%s, %s, %sr) {{op = "sub", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>}} : ({tile}, {tile}, {row}) -> ()
+    "tile.elementwise"(%s, %s, %sc) {{op = "mul", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>}} : ({tile}, {tile}, {col}) -> ()
+    "tile.copy"(%out, %s) {{scope = "cta"}} : (memref<32x48xf32>, {tile}) -> ()
+""")
+
+
+def _register_broadcast() -> str:
+    """A warp's 32x8 register tile (lane i: row i) minus its rows' values (32, 1) in the
+    same lanes, times a row (1, 8) that every lane holds (R[32:1@laneid])."""
+    tile, col, row = (f"memref<{d}xf32, {_REG}>" for d in ("32x8", "32x1", "1x8"))
+    return _kernel("%a: memref<32x8xf32>, %c: memref<32x1xf32>, %r: memref<1x8xf32>, "
+                   "%out: memref<32x8xf32>", 32, f"""\
+    %x = "tile.alloc"() {{layout = #tile.layout<"S[(32, 8):(1@laneid, 1)]">}} : () -> {tile}
+    %xc = "tile.alloc"() {{layout = #tile.layout<"S[(32, 1):(1@laneid, 1)]">}} : () -> {col}
+    %xr = "tile.alloc"() {{layout = #tile.layout<"S[(1, 8)], R[32:1@laneid]">}} : () -> {row}
+    "tile.copy"(%x, %a) {{scope = "warp"}} : ({tile}, memref<32x8xf32>) -> ()
+    "tile.copy"(%xc, %c) {{scope = "warp"}} : ({col}, memref<32x1xf32>) -> ()
+    "tile.copy"(%xr, %r) {{scope = "warp"}} : ({row}, memref<1x8xf32>) -> ()
+    "tile.elementwise"(%x, %x, %xc) {{op = "sub", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 1, 0>}} : ({tile}, {tile}, {col}) -> ()
+    "tile.elementwise"(%x, %x, %xr) {{op = "mul", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 1, 0>}} : ({tile}, {tile}, {row}) -> ()
+    "tile.copy"(%out, %x) {{scope = "warp"}} : (memref<32x8xf32>, {tile}) -> ()
+""")
+
+
+def _mixed(dtype: str) -> str:
+    """Register and memory operands in one op (elementwise/reg_mem): x_reg = x_reg + s_smem,
+    out_global = x_reg * w_global, with x [4, 128, 4] over 128 threads."""
+    elem = DTYPES[dtype].mlir
+    mem = f"memref<512x4x{elem}>"
+    view = f"memref<4x128x4x{elem}>"
+    reg, smem = f"memref<4x128x4x{elem}, {_REG}>", f"memref<4x128x4x{elem}, {_SMEM}>"
+    expand = "[[0, 1], [2]] output_shape [4, 128, 4]"
+    return _kernel(f"%a: {mem}, %s: {mem}, %w: {mem}, %out: {mem}", 128, f"""\
+    %av = memref.expand_shape %a {expand} : {mem} into {view}
+    %sv = memref.expand_shape %s {expand} : {mem} into {view}
+    %wv = memref.expand_shape %w {expand} : {mem} into {view}
+    %ov = memref.expand_shape %out {expand} : {mem} into {view}
+    %x = "tile.alloc"() {{layout = #tile.layout<"S[(4, 128, 4):(4, 1@tid, 1)]">}} : () -> {reg}
+    %sh = "tile.alloc"() {{layout = #tile.layout<"S[(4, 128, 4)]">}} : () -> {smem}
+    "tile.copy"(%x, %av) {{scope = "cta"}} : ({reg}, {view}) -> ()
+    "tile.copy"(%sh, %sv) {{scope = "cta"}} : ({smem}, {view}) -> ()
+    "tile.elementwise"(%x, %x, %sh) {{op = "add", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>}} : ({reg}, {reg}, {smem}) -> ()
+    "tile.elementwise"(%ov, %x, %wv) {{op = "mul", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>}} : ({view}, {reg}, {view}) -> ()
+""")
+
+
+def _register_tail() -> str:
+    """A warp's 32x32 register tile (lane i: row i) from a 30 x n view (n dynamic):
+    padding -1 past the view; then tail_fill sets positions >= 31 * 32 - 3 to 2.5."""
+    tile = f"memref<32x32xf32, {_REG}>"
+    view = "memref<30x?xf32, strided<[40, 1]>>"
+    return _kernel("%a: memref<30x40xf32>, %n: i32, %out: memref<32x32xf32>", 32, f"""\
+    %cols = arith.index_cast %n : i32 to index
+    %v = memref.subview %a[0, 0] [30, %cols] [1, 1] : memref<30x40xf32> to {view}
+    %x = "tile.alloc"() {{layout = #tile.layout<"S[(32, 32):(1@laneid, 1)]">}} : () -> {tile}
+    "tile.copy"(%x, %v) {{scope = "warp", padding = -1.0 : f32}} : ({tile}, {view}) -> ()
+    %value = arith.constant 2.5 : f32
+    %limit = arith.constant 989 : i64
+    %base = arith.constant 0 : i64
+    "tile.elementwise"(%x, %x, %value, %limit, %base) {{op = "tail_fill", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 1, 2>}} : ({tile}, {tile}, f32, i64, i64) -> ()
+    "tile.copy"(%out, %x) {{scope = "warp"}} : (memref<32x32xf32>, {tile}) -> ()
+""")
+
+
+def _register_tail_inputs(rng: np.random.Generator) -> list[Array | float]:
+    return [rng.uniform(-4, 4, (30, 40)).astype(np.float32), int(rng.integers(1, 33))]
+
+
+def _register_tail_reference(a: Array, n: Array) -> Array:
+    cols = int(n)
+    out = np.full((32, 32), -1.0)
+    out[:30, :cols] = a[:, :cols]
+    out.reshape(-1)[989:] = 2.5
+    return out
+
+
+def _shared_tail() -> str:
+    """A shared 64x64 tile from the first n rows of a global tensor (padding 7 past them),
+    then the tile's first m x k elements over a copy of b (the overlap written back)."""
+    smem = f"memref<64x64xf32, {_SMEM}>"
+    rows, part = "memref<?x64xf32, strided<[64, 1]>>", "memref<?x?xf32, strided<[64, 1]>>"
+    return _kernel("%a: memref<50x64xf32>, %b: memref<64x64xf32>, %n: i32, %m: i32, %k: i32, "
+                   "%out: memref<64x64xf32>", 128, f"""\
+    %rows = arith.index_cast %n : i32 to index
+    %mi = arith.index_cast %m : i32 to index
+    %ki = arith.index_cast %k : i32 to index
+    %v = memref.subview %a[0, 0] [%rows, 64] [1, 1] : memref<50x64xf32> to {rows}
+    %s = "tile.alloc"() {{layout = #tile.layout<"S[(64, 64)]">}} : () -> {smem}
+    "tile.copy"(%s, %v) {{scope = "cta", padding = 7.0 : f32}} : ({smem}, {rows}) -> ()
+    "tile.copy"(%out, %b) {{scope = "cta"}} : (memref<64x64xf32>, memref<64x64xf32>) -> ()
+    %o = memref.subview %out[0, 0] [%mi, %ki] [1, 1] : memref<64x64xf32> to {part}
+    "tile.copy"(%o, %s) {{scope = "cta"}} : ({part}, {smem}) -> ()
+""")
+
+
+def _shared_tail_inputs(rng: np.random.Generator) -> list[Array | float]:
+    a = rng.uniform(-4, 4, (50, 64)).astype(np.float32)
+    b = rng.uniform(-4, 4, (64, 64)).astype(np.float32)
+    return [a, b, int(rng.integers(0, 51)), int(rng.integers(0, 65)), int(rng.integers(0, 65))]
+
+
+def _shared_tail_reference(a: Array, b: Array, n: Array, m: Array, k: Array) -> Array:
+    tile = np.full((64, 64), 7.0)
+    tile[:int(n)] = a[:int(n)]
+    out = b.copy()
+    out[:int(m), :int(k)] = tile[:int(m), :int(k)]
+    return out
+
+
 def _chain_inputs(rng: np.random.Generator) -> list[Array | float]:
     return [rng.uniform(-4, 4, (32, 8)).astype(np.float32), float(np.float32(rng.uniform(0.5, 2)))]
 
@@ -200,4 +346,33 @@ PROGRAMS: list[Program] = [
             lambda a: a + a, (32, 16), dtype="f16"),
     Program("register_chain_fill_max_sub_div_min", _register_chain(), _chain_inputs,
             _chain_reference, (32, 8)),
+    # issue 11: broadcasts, mixed operands, tails
+    Program("gmem_broadcast_fma", _gmem_broadcast(),
+            lambda rng: [rng.uniform(-4, 4, s).astype(np.float32)
+                         for s in ((4, 64), (1, 64), (4, 1))],
+            lambda a, b, c: a * b + c, (4, 64), ulps=1),
+    Program("smem_broadcast_row_column", _smem_broadcast(),
+            lambda rng: [rng.uniform(-4, 4, s).astype(np.float32)
+                         for s in ((32, 48), (1, 48), (32, 1))],
+            lambda a, r, c: np.asarray(np.float32(a - r), np.float64) * c, (32, 48)),
+    Program("register_broadcast_row_column", _register_broadcast(),
+            lambda rng: [rng.uniform(-4, 4, s).astype(np.float32)
+                         for s in ((32, 8), (32, 1), (1, 8))],
+            lambda a, c, r: np.asarray(np.float32(a - c), np.float64) * r, (32, 8)),
+    Program("mixed_register_shared_global", _mixed("f32"),
+            lambda rng: [rng.uniform(-4, 4, (512, 4)).astype(np.float32) for _ in range(3)],
+            lambda a, s, w: np.asarray(np.float32(a + s), np.float64) * w, (512, 4)),
+    Program("mixed_register_shared_global_bf16", _mixed("bf16"),
+            lambda rng: [rng.uniform(-4, 4, (512, 4)).astype(DTYPES["bf16"].np_dtype())
+                         for _ in range(3)],
+            lambda a, s, w: (a + s).astype(DTYPES["bf16"].np_dtype()).astype(np.float64) * w,
+            (512, 4), dtype="bf16"),
+    Program("register_tail_padding_tail_fill", _register_tail(), _register_tail_inputs,
+            _register_tail_reference, (32, 32)),
+    Program("shared_tail_padding_overlap", _shared_tail(), _shared_tail_inputs,
+            _shared_tail_reference, (64, 64)),
 ]
+
+EMULATED = ("gmem_broadcast_fma", "register_broadcast_row_column", "register_tail_padding_tail_fill")
+"""Programs the null tier also runs on the host emulator (tests/support/host.py): no shared
+memory, barriers or shuffles."""

@@ -26,6 +26,7 @@ class Reduce:
     dtype: str = "f32"
     out_dtype: str = ""
     memory: str = "shared"  # where the source tile sits: shared, global or registers
+    into: str = ""  # "global": a register source reduced straight into the output
     keepdims: bool = False
     accum: bool = False
     layout: str = ""  # register layouts: "src|dst"
@@ -41,6 +42,7 @@ class Reduce:
         extra += "-keep" if self.keepdims else ""
         extra += "-nan" if self.nan else ""
         extra += "-scaled" if self.scale is not None else ""
+        extra += f"-into-{self.into}" if self.into else ""
         return (self.name or f"{self.kind}-{self.dtype}-{dims}-ax{axes}-{self.scope}"
                 f"{self.threads}-{self.memory}{extra}")
 
@@ -97,9 +99,13 @@ class Reduce:
         scope = self.scope
         lines = [
             f'    %s = "tile.alloc"() {{layout = #tile.layout<"{src_layout}">}} : () -> {ts}',
-            f'    %d = "tile.alloc"() {{layout = #tile.layout<"{dst_layout}">}} : () -> {td}',
             f'    "tile.copy"(%s, %a) {{scope = "{scope}"}} : ({ts}, memref<{src}>) -> ()',
         ]
+        if self.into == "global":
+            lines.append(f'    "tile.reduce"(%out, %s) {{{attrs}}} : (memref<{dst}>, {ts}) -> ()')
+            return "".join(line + "\n" for line in lines)
+        lines.insert(1, f'    %d = "tile.alloc"() {{layout = #tile.layout<"{dst_layout}">}} '
+                        f': () -> {td}')
         if self.accum:
             lines.append(f'    "tile.copy"(%d, %out) {{scope = "{scope}"}} : ({td}, memref<{dst}>) -> ()')
         lines += [
@@ -187,4 +193,27 @@ REDUCTIONS: list[Reduce] = [
            layout="S[(32, 8):(1@laneid, 1)]|S[8], R[32:1@laneid]"),
     Reduce("sum", (4, 8, 6), axes=(1, 2), threads=32, scope="warp", memory="registers",
            layout="S[(4, 8, 6):(8@laneid, 1@laneid, 1)]|S[4:8@laneid], R[8:1@laneid]"),
+    # registers across warps: lanes butterfly, warps meet in shared memory (one barrier)
+    Reduce("max", (256, 4), axes=(0, 1), threads=256, memory="registers", keepdims=True,
+           nan=True, layout="S[(256, 4):(1@tid, 1)]|S[(1, 1)], R[256:1@tid]"),
+    Reduce("sum", (2, 4, 32, 3), axes=(1, 2, 3), threads=256, memory="registers",
+           layout="S[(2, 4, 32, 3):(4@warpid, 1@warpid, 1@laneid, 1)]|"
+                  "S[2:4@warpid], R[(4, 32):(1@warpid, 1@laneid)]"),
+    Reduce("sum", (8, 32, 5), axes=(0,), threads=256, memory="registers",
+           layout="S[(8, 32, 5):(1@warpid, 1@laneid, 1)]|S[(32, 5):(1@laneid, 1)], R[8:1@warpid]"),
+    Reduce("min", (96, 3), axes=(0, 1), threads=96, memory="registers", keepdims=True,
+           layout="S[(96, 3):(1@tid, 1)]|S[(1, 1)], R[96:1@tid]"),
+    Reduce("sum", (48, 4), axes=(0, 1), threads=48, memory="registers", keepdims=True,
+           layout="S[(48, 4):(1@tid, 1)]|S[(1, 1)], R[48:1@tid]"),  # a partial last warp
+    Reduce("sum", (2, 24), axes=(0, 1), threads=48, memory="registers",
+           layout="S[(2, 24):(1@tid, 2@tid)]|S[1], R[(2, 24):(1@tid, 2@tid)]"),
+    Reduce("max", (3, 32, 2), axes=(0, 1, 2), threads=96, memory="registers", into="global",
+           layout="S[(3, 32, 2):(1@warpid, 1@laneid, 1)]|"),
+    Reduce("sum", (4, 128), axes=(1,), threads=128, memory="registers", into="global",
+           layout="S[(4, 128):(1, 1@tid)]|", accum=True),
+    Reduce("max", (2, 4, 32, 2), axes=(0, 1, 2, 3), threads=256, memory="registers",
+           layout="S[(2, 4, 32, 2):(1@wgid, 1@warpid, 1@laneid, 1)]|"
+                  "S[1], R[(2, 4, 32):(1@wgid, 1@warpid, 1@laneid)]"),
+    Reduce("sum", (128, 2), axes=(0,), threads=256, scope="warpgroup", memory="registers",
+           dtype="bf16", layout="S[(128, 2):(1@tid, 1)]|S[2], R[128:1@tid]"),
 ]

@@ -14,7 +14,7 @@ The rooms of lowering/:
 - support/: IR helpers: decoding an op (analysis.py), addressing operands (access.py),
   alignment facts (alignment.py), loads, stores, conversions and row bodies (compute.py),
   small builders (emit.py), storage of tile.alloc buffers (buffers.py) and barriers
-  (sync.py).
+  (sync.py), tails of copies and of memory operands beside a register tile (tails.py).
 
 `tile-dispatch` asks the predicates in priority order and records the first that
 accepts on the op (`variant = "<name>"`); `tile-lower` runs that variant's lowering.
@@ -52,6 +52,7 @@ _MODULES = (
     "tile_mlir.lowering.variants.elementwise.gmem",
     "tile_mlir.lowering.variants.elementwise.smem",
     "tile_mlir.lowering.variants.elementwise.reg",
+    "tile_mlir.lowering.variants.elementwise.reg_mem",
     "tile_mlir.lowering.variants.elementwise.mem",
     "tile_mlir.lowering.variants.copy.gmem_smem",
     "tile_mlir.lowering.variants.copy.reg",

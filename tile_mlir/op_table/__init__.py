@@ -263,6 +263,11 @@ _ROWS = (
     _generator("sinusoidal_pe", 3, b.sinusoidal, r.sinusoidal, dtypes=GENERATED, out="same",
                scalars=(0, 1), kept=(0, 1), exact=False),
     # the compiler's primitives
+    # tail_fill(x, value, limit, base): x where the element's position is below limit,
+    # else value (indexed): a register tile's elements past a row's end, set again after
+    # ops wrote them (layer norm's (x - mean)^2 back to 0 past the row)
+    EwOp("tail_fill", 4, b.tail_fill, r.tail_fill, FI, "same", keep=(2, 3),
+         scalar_only=(1, 2, 3), exact=True, indexed=True),
     EwOp("fma", 3, b.fma, r.fma),
     EwOp("zero", 0, b.zero, r.zero),
     EwOp("fill", 1, b.identity, r.identity, scalar_only=(0,)),

@@ -374,6 +374,12 @@ def zero(_: list[Value], ty: Type) -> Value:
     return const(ty, 0)
 
 
+def tail_fill(args: list[Value], _: Type) -> Value:
+    """x where the element's position (i64) is below the limit (i64), else the value."""
+    x, value, limit, position = args
+    return arith.select(arith.cmpi(arith.CmpIPredicate.slt, position, limit), x, value)
+
+
 def fma(args: list[Value], _: Type) -> Value:
     return mlir_math.fma(*args)
 

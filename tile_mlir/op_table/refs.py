@@ -432,6 +432,12 @@ def sinusoidal(dim: Array, log2_base: Array, position: Array) -> Array:
     return np.where(column % 2 == 1, np.cos(angle), np.sin(angle))
 
 
+def tail_fill(x: Array, value: Array, limit: Array, position: Array) -> Array:
+    """x where position < limit, else value (bodies.tail_fill)."""
+    index = np.asarray(position).astype(np.int64)
+    return np.asarray(np.where(index < int(np.asarray(limit)), x, value))
+
+
 # ------------------------------------------------------------------ rope
 
 

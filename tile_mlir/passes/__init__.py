@@ -22,6 +22,7 @@ from tile_mlir.diagnostics import DiagnosticSink
 
 PASSES: dict[str, str] = {
     "tile-verify": "tile_mlir.passes.tile_verify",
+    "tile-fuse": "tile_mlir.passes.tile_fuse",
     "tile-dispatch": "tile_mlir.passes.tile_dispatch",
     "tile-barriers": "tile_mlir.passes.tile_barriers",
     "tile-buffers": "tile_mlir.passes.tile_buffers",

@@ -2,10 +2,14 @@
 
 IRDL has already checked structure (operand kinds, required attributes);
 this pass checks meaning: known attribute names and values, a scope the
-enclosing kernel can run, op names and arities from the op registry, equal
-shapes, element types the op accepts, reductions' axes, and allocations'
-layouts. Every broken rule is one error at the op's location; the pass fails
-if there is any.
+enclosing kernel can run, op names and arities from the op registry, shapes
+(elementwise inputs equal to the tile or broadcast from 1, memory operands
+beside a register tile possibly ending before it; copies of one rank, the
+overlap copied, padding only into a static dst at least as large as src),
+element types the op accepts, reductions' axes, and allocations' layouts. A
+fused elementwise op (op = "fused") has each step of its `expr` checked as its
+unfused op would be (op_table/fusion.py). Every broken rule is one error at the
+op's location; the pass fails if there is any.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import difflib
 import itertools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mlir import ir
@@ -30,16 +34,18 @@ from tile_mlir.lowering.support.analysis import (
     describe,
     describe_operand,
     enclosing,
+    iteration_shape,
     known_block_size,
     memory_space,
 )
 from tile_mlir.lowering.support.buffers import layout_type
+from tile_mlir.op_table import fusion
 from tile_mlir.passes import TilePass, op_error, tile_ops
 
 ATTRIBUTES = {
-    "tile.copy": ("scope", "variant"),
+    "tile.copy": ("scope", "variant", "padding"),
     "tile.elementwise": ("op", "scope", "variant", "operandSegmentSizes", "vector_bytes",
-                         "stage"),
+                         "stage", "expr"),
     "tile.reduce": ("kind", "scope", "axes", "accum", "scale", "variant"),
     "tile.alloc": ("layout",),
 }
@@ -145,22 +151,83 @@ def check_variant(info: OpInfo) -> list[str]:
 def check_elementwise(info: OpInfo) -> list[str]:
     op = info.op
     assert isinstance(op, tile.ElementwiseOp)
+    if op.op_name == fusion.FUSED:
+        return check_fused(info)
+    if fusion.EXPR in op.operation.attributes:
+        return [f"has '{fusion.EXPR}', which only op = \"{fusion.FUSED}\" takes"]
     row = op_table.lookup(op.op_name)
     if row is None:
-        known = sorted([*op_table.ELEMENTWISE, *op_table.ALIASES])
+        known = sorted([*op_table.ELEMENTWISE, *op_table.ALIASES, fusion.FUSED])
         return [f"has unknown op '{op.op_name}'{_suggest(op.op_name, known)}"]
-    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-    if any(later and not earlier for earlier, later in itertools.pairwise(segments[1:])):
-        return ["must fill its input slots in order (a, then b, then c and any more)"]
+    errors = _check_segments(op)
+    if errors:
+        return errors
     inputs = info.sources
     if len(inputs) != row.arity:
         return [f"'{row.name}' takes {row.arity} input(s), got {len(inputs)}"]
     errors = _check_options(info)
     for n, operand in enumerate(inputs):
-        error = _check_input(row, n, operand, info.dst)
+        error = _check_input(row, n, operand)
         if error:
             errors.append(error)
-    return errors or _check_types(row, info)
+    return errors or _check_shapes(info) or _check_types(row, info.dst.dtype.name, info.sources)
+
+
+def _check_segments(op: ir.OpView) -> list[str]:
+    segments = list(ir.DenseI32ArrayAttr(op.operation.attributes["operandSegmentSizes"]))
+    if any(later and not earlier for earlier, later in itertools.pairwise(segments[1:])):
+        return ["must fill its input slots in order (a, then b, then c and any more)"]
+    return []
+
+
+def check_fused(info: OpInfo) -> list[str]:
+    """op = "fused" (op_table/fusion.py): the expression is well formed, its last step
+    produces dst's type, and every step passes the checks its unfused op would have
+    (scalar-only arguments, index bases, the row's types and promotion), a step's
+    result counting as a tile of its dtype and dst's shape."""
+    expr, errors = _fused_expr(info)
+    if expr is None:
+        return errors
+    errors = _check_options(info) + _check_shapes(info)
+    if errors:  # the steps would repeat a bad shape once per use
+        return errors
+    if expr.dtype != info.dst.dtype.name:
+        errors.append(f"computes {expr.dtype} in its last step, but dst is "
+                      f"{info.dst.dtype.name}")
+    for k, step in enumerate(expr.steps):
+        errors += [f"step {k} '{step}': {e}" for e in _check_step(expr, k, info)]
+    return errors
+
+
+def _fused_expr(info: OpInfo) -> tuple[fusion.Expr | None, list[str]]:
+    """The fused op's expression, or None and what is wrong with it."""
+    errors = _check_segments(info.op)
+    attr = info.attr(fusion.EXPR)
+    if attr is None or not isinstance(attr, ir.ArrayAttr) or \
+            not all(isinstance(a, ir.StringAttr) for a in attr):
+        return None, [*errors, f"needs '{fusion.EXPR}', its steps as an array of strings "
+                      '(["add(%0, %1) : f32", "exp($0) : f32"])']
+    try:
+        expr = fusion.Expr.parse([ir.StringAttr(a).value for a in attr])
+    except fusion.FusionError as e:
+        return None, [*errors, f"has a malformed '{fusion.EXPR}': {e}"]
+    errors += expr.problems(len(info.sources))
+    return (None, errors) if errors else (expr, [])
+
+
+def _check_step(expr: fusion.Expr, k: int, info: OpInfo) -> list[str]:
+    """The unfused op's checks for step k: its arguments as that op's inputs (a step's
+    result as a tile of the step's dtype), its dtype as that op's dst."""
+    step = expr.steps[k]
+    row = op_table.lookup(step.row)
+    assert row is not None, "Expr.problems has checked the rows"
+    dst = info.dst
+    operands = [Operand(dst.value, dst.index, DTYPES[expr.steps[a.index].dtype], dst.memref,
+                        dst.space, dst.layout) if a.step else info.sources[a.index]
+                for a in step.args]
+    errors = [e for n, operand in enumerate(operands)
+              if (e := _check_input(row, n, operand))]
+    return errors or _check_types(row, step.dtype, operands)
 
 
 _OPTION_RANGES = {"vector_bytes": (1, 64), "stage": (1, 64)}
@@ -179,12 +246,11 @@ def _check_options(info: OpInfo) -> list[str]:
     return errors
 
 
-def _check_types(row: op_table.EwOp, info: OpInfo) -> list[str]:
+def _check_types(row: op_table.EwOp, dst: str, sources: Sequence[Operand]) -> list[str]:
     """dst's type fits the row's output rule, and the inputs promote to a type the op
     is defined on (op_table's promotion: integers into floats, narrow into wide; a
     scalar, like torch's Python numbers, only needs a kind no higher than dst's)."""
-    dst = info.dst.dtype.name
-    inputs = [o.dtype.name for o in info.sources]
+    inputs = [o.dtype.name for o in sources]
     if row.out == "bool":
         if dst != "bool":
             return [f"'{row.name}' produces bool, not {dst}"]
@@ -195,45 +261,109 @@ def _check_types(row: op_table.EwOp, info: OpInfo) -> list[str]:
         return []
     if row.out in ("same", "float") and dst not in row.dtypes:
         return [f"'{row.name}' cannot produce {dst} (element types: {', '.join(row.dtypes)})"]
-    return [e for n, operand in enumerate(info.sources)
+    return [e for n, operand in enumerate(sources)
             if n not in row.keep and row.out != "any" and (e := _promotes(n, operand, dst))]
 
 
 def _promotes(n: int, operand: Operand, dst: str) -> str:
-    """Why input n does not promote into dst ("" when it does)."""
+    """Why input n cannot go into dst ("" when it can): the inputs promote together with
+    dst, and the result is stored as torch's out= stores it, narrowing within a kind
+    (f32 into bf16, i64 into i32) but never into a lower kind (a float into an integer
+    or bool tile)."""
     name = operand.dtype.name
     if not operand.is_memref:
         if KIND_ORDER.index(operand.dtype.kind) > KIND_ORDER.index(DTYPES[dst].kind):
             return f"scalar input {n} of type {name} does not match the {dst} tile"
         return ""
-    if promote_types(name, dst) != dst:
-        return f"input {n} has element type {name}, which does not promote to dst's {dst}"
+    promoted = promote_types(name, dst)
+    if KIND_ORDER.index(DTYPES[promoted].kind) > KIND_ORDER.index(DTYPES[dst].kind):
+        return (f"input {n} has element type {name}, whose {DTYPES[promoted].kind} results "
+                f"cannot be stored into dst's {dst}")
     return ""
 
 
-def _check_input(row: op_table.EwOp, n: int, operand: Operand, dst: Operand) -> str:
+def _check_input(row: op_table.EwOp, n: int, operand: Operand) -> str:
     """What is wrong with input n of an elementwise op ("" when nothing)."""
     if row.indexed and n == row.arity - 1 and \
             (operand.is_memref or operand.dtype.name != "i64"):
         return (f"input {n} of '{row.name}' is its index base: an i64 scalar, not "
                 f"{'a tile' if operand.is_memref else operand.dtype.name}")
-    if not operand.is_memref:
-        return ""
-    if n in row.scalar_only:
+    if operand.is_memref and n in row.scalar_only:
         return f"input {n} of '{row.name}' must be a scalar"
-    if operand.shape != dst.shape:
-        return f"input {n} has shape {_shape(operand.shape)}, but dst has shape {_shape(dst.shape)}"
+    return ""
+
+
+def _check_shapes(info: OpInfo) -> list[str]:
+    """Every tile operand against the op's tile: dst's shape, or with register operands
+    the register tile's (iteration_shape). An input may have size 1 where the tile has
+    more (a broadcast: read at index 0); beside a register tile, a memory operand may
+    be dynamic or smaller on a dim (a tail: the op applies on the overlap)."""
+    dst = info.dst
+    for operand in info.sources:
+        if operand.is_memref and len(operand.shape) != len(dst.shape):
+            return [f"input {operand.index - 1} has shape {_shape(operand.shape)}, but dst "
+                    f"has shape {_shape(dst.shape)} (a rank of its own)"]
+    over = iteration_shape(info)
+    registers = any(o.space == "local" for o in info.memrefs)
+    for operand in info.memrefs:
+        problem = _shape_problem(operand, over, registers)
+        if problem:
+            return [problem]
+    return []
+
+
+def _shape_problem(operand: Operand, over: tuple[int, ...], registers: bool) -> str:
+    """Why one operand's shape does not fit the tile `over` ("" when it does)."""
+    tail_ok = registers and operand.space != "local"
+    for own, full in zip(operand.shape, over, strict=True):
+        if own == full or (operand.index and own == 1):
+            continue
+        if tail_ok and (own == DYNAMIC or own < full):
+            continue
+        what = "dst" if not operand.index else f"input {operand.index - 1}"
+        tile = "the register tile" if registers else "dst"
+        rules = ("equal, 1 for an input (a broadcast) or, for a memory operand, dynamic or "
+                 "smaller (the overlap)") if registers else "equal, or 1 (a broadcast)"
+        return (f"{what} has shape {_shape(operand.shape)}, but {tile} has shape "
+                f"{_shape(over)} (each extent must be {rules})")
     return ""
 
 
 def check_copy(info: OpInfo) -> list[str]:
+    """Equal ranks and element types; extents may differ (the overlap is copied), but
+    not between two register tiles; `padding` (checked by _check_padding) fills a
+    static dst past src's extent."""
     dst, src = info.dst, info.sources[0]
     errors = []
-    if src.shape != dst.shape:
-        errors.append(f"copies shape {_shape(src.shape)} into {_shape(dst.shape)}")
+    if len(src.shape) != len(dst.shape):
+        errors.append(f"copies shape {_shape(src.shape)} into {_shape(dst.shape)}, "
+                      "a tile of another rank")
+    elif src.shape != dst.shape and src.space == dst.space == "local":
+        errors.append(f"copies shape {_shape(src.shape)} into {_shape(dst.shape)}: register "
+                      "tiles copy whole (only a memory side may end before the tile)")
     if src.dtype.name != dst.dtype.name:
         errors.append(f"copies {src.dtype.name} into {dst.dtype.name}")
-    return errors
+    return errors or _check_padding(info)
+
+
+def _check_padding(info: OpInfo) -> list[str]:
+    attr = info.attr("padding")
+    if attr is None:
+        return []
+    dst, src = info.dst, info.sources[0]
+    if not isinstance(attr, ir.FloatAttr | ir.IntegerAttr) or isinstance(attr, ir.BoolAttr):
+        return [f"needs 'padding' as a number (a float or integer attribute), got {attr}"]
+    if isinstance(attr, ir.FloatAttr) and not dst.dtype.is_float:
+        return [f"pads a {dst.dtype.name} tile with the float {attr}"]
+    for d, (to, from_) in enumerate(zip(dst.shape, src.shape, strict=True)):
+        if to == DYNAMIC and from_ != DYNAMIC:
+            return [f"pads dst past src's extent, but dst's dim {d} is dynamic: padding "
+                    "fills a static dst"]
+        if from_ not in (DYNAMIC, to) and to != DYNAMIC and to < from_:
+            return [f"pads dst ({_shape(dst.shape)}), which is smaller than src "
+                    f"({_shape(src.shape)}) in dim {d}: padding fills a dst at least as "
+                    "large as src"]
+    return []
 
 
 def check_reduce(info: OpInfo) -> list[str]:

@@ -87,8 +87,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="what to write: the IR, the PTX of gpu.binary ops, or a cubin (-o)")
     p.add_argument("--chip", default=DEFAULT_CHIP, help=f"target GPU (default {DEFAULT_CHIP})")
     p.add_argument("--tile-explain", dest="explain", action="store_true",
-                   help="report each tile op's dispatch decision as a remark (adds "
-                        "tile-dispatch at the end of a pipeline that has none)")
+                   help="report each tile op's dispatch decision, and what tile-fuse "
+                        "fused or refused and why, as remarks (adds tile-dispatch at the "
+                        "end of a pipeline that has none)")
     p.add_argument("--list-passes", action="store_true",
                    help="list the tile passes, named pipelines and lowering variants, then exit")
     return p
@@ -221,7 +222,8 @@ def _read(path: str) -> bytes:
 def _steps(opts: Options) -> list[pipeline.Step]:
     expander = pipeline.Expander(
         params={"chip": opts.chip},
-        pass_options={"tile-dispatch": {"explain": True}} if opts.explain else {},
+        pass_options={"tile-dispatch": {"explain": True}, "tile-fuse": {"explain": True}}
+        if opts.explain else {},
     )
     pipeline_text = opts.pipeline or ",".join(opts.pass_flags)
     try:

@@ -25,6 +25,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from tile_mlir.contract import ACCESS_BYTES, widest_vector
+from tile_mlir.lowering.support import tails
 from tile_mlir.lowering.support.access import Access, Groups, View
 from tile_mlir.lowering.support.alignment import defining_op
 from tile_mlir.lowering.support.analysis import DYNAMIC, OpInfo
@@ -95,8 +96,11 @@ def plan(accesses: list[Access], shape: tuple[int, ...],
 def lower_synthesized(info: OpInfo, vector_bytes: int = MAX_ACCESS_BYTES, stage: int = 1
                       ) -> Plan:
     """The op's row over its memory operands with the synthesized partition: the lowering
-    of the memory variants (elementwise/gmem, smem and mem, copy/gmem_smem)."""
-    accesses = [Access.of(o, info.buffers) for o in info.memrefs]
+    of the memory variants (elementwise/gmem, smem and mem, copy/gmem_smem). Elementwise
+    inputs may broadcast (size 1); copies may have tails (support/tails.py)."""
+    over = info.over
+    broadcasting = info.name == "tile.elementwise"
+    accesses = [Access.of(o, info.buffers, over, broadcasting) for o in info.memrefs]
     return emit(info, accesses, Compute(info), vector_bytes, stage)
 
 
@@ -145,12 +149,14 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
 
     With `stage` > 1, each thread issues the loads of `stage` whole rounds before it
     computes and stores any of them (register staging: independent loads in flight)."""
-    p = plan(accesses, info.dst.shape, vector_bytes)
+    p = plan(accesses, info.over, vector_bytes)
     tid = scope_thread_index(info.scope, info.block)
     threads = info.scope_threads
     assert threads is not None
-    views = {a.index: a.view(p.groups, p.view_shape) for a in accesses}
-    plain = next((v.buffer for v in views.values() if v.flat_strides is None), None)
+    views = {a.index: a.view(p.groups) for a in accesses}
+    # dynamic extents of the walk: from an operand that spans it (no tail, no broadcast)
+    plain = next((views[a.index].buffer for a in accesses if not (a.tails or a.broadcast)
+                  and views[a.index].flat_strides is None), None)
     if not p.view_shape:  # a 0-d tile: the scope's first thread does it
         first = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, tid, const_index(0)))
         with ir.InsertionPoint(first.then_block):
@@ -160,16 +166,11 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
     rank = len(p.view_shape)
     outer = [_size(p, d, plain) for d in range(rank - 1)]
     inner = _size(p, rank - 1, plain)
+    items = _Items(compute, views, p, [*outer, inner], info.padding)
     vectors = arith.divui(inner, const_index(p.vec)) if p.vec > 1 else inner
 
-    def position(indices: list[ir.Value]) -> ir.Value | None:
-        return row_major(indices, [*outer, inner]) if compute.indexed else None
-
     def vector_item(lead: list[ir.Value], j: ir.Value) -> Callable[[], None]:
-        indices = [*lead, arith.muli(j, const_index(p.vec)) if p.vec > 1 else j]
-        at = _at(views, indices)
-        args = compute.load(at, p.vec, p.splat, position(indices))
-        return lambda: compute.finish(args, at, p.vec)
+        return items.item([*lead, arith.muli(j, const_index(p.vec)) if p.vec > 1 else j], p.vec)
 
     _rounds(Walk(tid, threads, outer, vectors), vector_item, max(stage, 1))
     static_inner = p.view_shape[-1]
@@ -178,10 +179,7 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
         start = arith.subi(inner, tail)
 
         def scalar_item(lead: list[ir.Value], j: ir.Value) -> Callable[[], None]:
-            indices = [*lead, arith.addi(start, j)]
-            at = _at(views, indices)
-            args = compute.load(at, 1, p.splat, position(indices))
-            return lambda: compute.finish(args, at, 1)
+            return items.item([*lead, arith.addi(start, j)], 1)
 
         _rounds(Walk(tid, threads, outer, tail), scalar_item, 1)
     return p
@@ -189,6 +187,38 @@ def emit(info: OpInfo, accesses: list[Access], compute: Compute,
 
 def _at(views: dict[int, View], indices: list[ir.Value]) -> dict[int, Address]:
     return {i: (v.buffer, v.indices(indices)) for i, v in views.items()}
+
+
+class _Items:
+    """One access of the walk at view indices: loads issued now and the rest when the
+    returned finisher runs (staging), or, for a copy with tails, the whole access under
+    its operands' guards (support/tails.py: loads and stores together)."""
+
+    def __init__(self, compute: Compute, views: dict[int, View], p: Plan,
+                 sizes: list[ir.Value], padding: float | int | None):
+        self.compute, self.views, self.plan, self.sizes = compute, views, p, sizes
+        dst = compute.info.dst
+        self.padding = tails.Padding(padding, dst.dtype) if padding is not None else None
+        self.guarded = any(v.bounds for v in views.values())
+
+    def item(self, indices: list[ir.Value], vec: int) -> Callable[[], None]:
+        if self.guarded:
+            self._guarded(indices, vec)
+            return lambda: None
+        at = _at(self.views, indices)
+        position = row_major(indices, self.sizes) if self.compute.indexed else None
+        args = self.compute.load(at, vec, self.plan.splat, position)
+        return lambda: self.compute.finish(args, at, vec)
+
+    def _guarded(self, indices: list[ir.Value], vec: int) -> None:
+        def at(lane: int) -> dict[int, Address]:
+            shifted = indices if not lane else \
+                [*indices[:-1], arith.addi(indices[-1], const_index(lane))]
+            return _at(self.views, shifted)
+
+        guards = {i: tails.guard_of(indices, v.bounds, vec) for i, v in self.views.items()
+                  if v.bounds}
+        tails.guarded(tails.Site(self.compute, at, padding=self.padding), vec, guards)
 
 
 def _rounds(walk: Walk, item: Item, stage: int) -> None:

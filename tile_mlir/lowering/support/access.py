@@ -7,27 +7,55 @@ Two kinds of memory operand:
 - a tile.alloc buffer: its layout gives the memory strides; accesses index its
   flat storage (lowering/buffers.py) at the layout's offsets.
 
-Both answer the same questions for the planners (partition.py, bundle.py):
-the stride of each logical dimension, the static offset, and the alignment of
-a row start; and both turn logical indices into (buffer, indices).
+Both answer the same questions for the planners (schedules/synthesized.py,
+schedules/induced.py): the stride of each logical dimension, the static offset,
+and the alignment of a row start; and both turn logical indices into (buffer,
+indices).
+
+An access is seen over the op's iteration shape (`over`: dst's shape, or the
+register tile's), which its own shape may differ from in two ways:
+- broadcast dims (tile.elementwise, numpy's rule): the operand has size 1
+  where the iteration has more; it is read at index 0 there, as a stride 0;
+- tail dims (tile.copy, and memory operands beside a register tile): the
+  operand's extent is dynamic or smaller than the iteration's; only the
+  overlap is read or written, so accesses there are guarded (support/tails.py).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from tile_mlir.contract import STORAGE_ALIGN
 from tile_mlir.layout import TileLayout
 from tile_mlir.lowering.support.alignment import base_alignment, offset_divisor, stride_divisor
 from tile_mlir.lowering.support.analysis import DYNAMIC, DYNAMIC_STRIDE, Operand
-from tile_mlir.lowering.support.buffers import Buffers
+from tile_mlir.lowering.support.buffers import REGISTER_ALIGN, Buffers
 from tile_mlir.lowering.support.emit import const_index
 
 Groups = tuple[tuple[int, ...], ...]
+
+
+def dim_roles(shape: tuple[int, ...], over: tuple[int, ...] | None, broadcasting: bool
+              ) -> tuple[frozenset[int], frozenset[int]]:
+    """(broadcast dims, tail dims) of an operand of `shape` in an op iterated over `over`.
+
+    With `broadcasting` (tile.elementwise), a size of 1 under a larger extent is a
+    broadcast; otherwise any extent that may end before the iteration's is a tail.
+    A static extent larger than the iteration's needs nothing: the op stops first."""
+    if over is None:
+        return frozenset(), frozenset()
+    broadcast, tails = set(), set()
+    for d, (own, full) in enumerate(zip(shape, over, strict=True)):
+        if own == full:
+            continue
+        if broadcasting and own == 1:
+            broadcast.add(d)
+        elif DYNAMIC in (own, full) or own < full:
+            tails.add(d)
+    return frozenset(broadcast), frozenset(tails)
 
 
 @dataclass
@@ -37,15 +65,20 @@ class Access:
     operand: Operand
     layout: TileLayout | None  # tile.alloc buffers; None for plain memrefs
     storage: ir.Value | None = None  # the flat storage of a tile.alloc buffer
+    broadcast: frozenset[int] = frozenset()  # dims read at index 0 (stride 0)
+    tails: frozenset[int] = frozenset()  # dims where the operand may end before the op
 
     @staticmethod
-    def of(operand: Operand, buffers: Buffers | None) -> Access:
+    def of(operand: Operand, buffers: Buffers | None, over: tuple[int, ...] | None = None,
+           broadcasting: bool = False) -> Access:
         """The operand's access; without `buffers` (when only planning, as predicates do)
-        a tile.alloc operand has no storage to address yet."""
+        a tile.alloc operand has no storage to address yet. `over` is the op's iteration
+        shape (dim_roles), when it may differ from the operand's."""
+        broadcast, tails = dim_roles(operand.shape, over, broadcasting)
         if operand.layout is None:
-            return Access(operand, None)
+            return Access(operand, None, None, broadcast, tails)
         storage = buffers.storage(operand.value) if buffers is not None else None
-        return Access(operand, operand.layout, storage)
+        return Access(operand, operand.layout, storage, broadcast, tails)
 
     @property
     def index(self) -> int:
@@ -65,7 +98,12 @@ class Access:
 
     @property
     def strides(self) -> tuple[int, ...]:
-        """Memory stride of each logical dimension (DYNAMIC_STRIDE when unknown)."""
+        """Memory stride of each logical dimension (DYNAMIC_STRIDE when unknown; 0 for a
+        broadcast dim)."""
+        return tuple(0 if d in self.broadcast else s for d, s in enumerate(self._strides))
+
+    @property
+    def _strides(self) -> tuple[int, ...]:
         if self.layout is not None:
             return self.layout.memory_strides
         if self.identity and DYNAMIC not in self.operand.shape:
@@ -74,7 +112,11 @@ class Access:
         return self.operand.strides
 
     def mergeable(self, dim: int) -> bool:
-        """Are dims `dim - 1` and `dim` contiguous with each other?"""
+        """Are dims `dim - 1` and `dim` contiguous with each other? Never across a tail
+        on `dim` (its bound would not be one of the merged index), nor between a
+        broadcast dim and another."""
+        if dim in self.tails or (dim - 1 in self.broadcast) != (dim in self.broadcast):
+            return False
         if self.identity:
             return True
         strides, size = self.strides, self.operand.shape[dim]
@@ -85,8 +127,8 @@ class Access:
     def alignment(self, groups: Groups) -> int:
         """Elements by which the start of every row of the coalesced view is aligned."""
         nbytes = self.nbytes
-        if self.layout is not None:
-            align = math.gcd(STORAGE_ALIGN, self.layout.offset * nbytes or STORAGE_ALIGN)
+        if self.layout is not None:  # a register tile's storage
+            align = math.gcd(REGISTER_ALIGN, self.layout.offset * nbytes or REGISTER_ALIGN)
         else:
             align = math.gcd(base_alignment(self.operand.value, nbytes),
                              offset_divisor(self.operand.value) * nbytes)
@@ -107,7 +149,10 @@ class Access:
         return self.strides[group[-1]]
 
     def inner_stride(self, groups: Groups) -> int:
-        return 1 if self.identity else self.strides[groups[-1][-1]]
+        inner = groups[-1][-1]
+        if inner in self.broadcast:
+            return 0
+        return 1 if self.identity else self.strides[inner]
 
     def splat(self, groups: Groups) -> bool:
         """Broadcast along the innermost dimension (stride 0): one element per row,
@@ -118,23 +163,56 @@ class Access:
 
     def address(self, coords: list[ir.Value]) -> tuple[ir.Value, list[ir.Value]]:
         """Where the element at logical `coords` is: (memref, indices) for a plain memref,
-        (storage, [layout offset]) for a tile.alloc buffer."""
+        (storage, [layout offset]) for a tile.alloc buffer; broadcast dims at 0."""
+        if self.broadcast:
+            zero = const_index(0)
+            coords = [zero if d in self.broadcast else c for d, c in enumerate(coords)]
         if self.layout is not None:
             assert self.storage is not None, "made with Access.of(operand, None): no storage"
-            offset = linearize(coords, list(self.layout.memory_strides), self.layout.offset)
+            offset = linearize(coords, list(self.strides), self.layout.offset)
             return self.storage, [offset]
         return self.operand.value, coords
 
-    def view(self, groups: Groups, view_shape: tuple[int, ...]) -> View:
+    def extent(self, dim: int) -> ir.Value:
+        """The operand's own extent on a logical dim (memref.dim where it is dynamic)."""
+        size = self.operand.shape[dim]
+        if size != DYNAMIC:
+            return const_index(size)
+        return memref.dim(self.operand.value, const_index(dim))
+
+    def view(self, groups: Groups) -> View:
         """Make (at the insertion point) what accesses to the coalesced view index."""
+        zero = frozenset(g for g, dims in enumerate(groups) if dims[0] in self.broadcast)
         if self.layout is not None:
             assert self.storage is not None, "made with Access.of(operand, None): no storage"
-            strides = [self.layout.memory_strides[g[-1]] for g in groups]
-            return View(self.storage, strides, self.layout.offset)
+            strides = [self.strides[g[-1]] for g in groups]
+            return View(self.storage, strides, self.layout.offset, zero)
         value = self.operand.value
         if len(groups) != len(self.operand.shape):
-            value = _collapse(self, groups, view_shape)
-        return View(value, None, 0)
+            value = _collapse(self, groups)
+        return View(value, None, 0, zero, self._bounds(value, groups))
+
+    def _bounds(self, view: ir.Value, groups: Groups) -> dict[int, Bound]:
+        """The view's extent on each group that holds a tail (its outermost dim: the
+        others do not merge with it), a multiple of the group's other dims."""
+        bounds = {}
+        for g, dims in enumerate(groups):
+            if dims[0] in self.tails:
+                size = _group_size(self.operand.shape, dims)
+                extent = const_index(size) if size != DYNAMIC else \
+                    memref.dim(view, const_index(g))
+                inside = _group_size(self.operand.shape, dims[1:])
+                bounds[g] = Bound(extent, inside if inside != DYNAMIC else 1)
+        return bounds
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Where an operand ends on one dim of a view: `extent`, known a multiple of
+    `multiple` (a tail merged with the whole dims inside it)."""
+
+    extent: ir.Value
+    multiple: int = 1
 
 
 @dataclass
@@ -144,10 +222,15 @@ class View:
     buffer: ir.Value
     flat_strides: list[int] | None  # set for flat storage: linearize with these strides
     offset: int
+    zero: frozenset[int] = frozenset()  # broadcast view dims: always index 0
+    bounds: dict[int, Bound] = field(default_factory=dict)  # tail view dims' extents
 
     def indices(self, view_indices: list[ir.Value]) -> list[ir.Value]:
         if self.flat_strides is None:
-            return view_indices
+            if not self.zero:
+                return view_indices
+            return [const_index(0) if g in self.zero else index
+                    for g, index in enumerate(view_indices)]
         return [linearize(view_indices, self.flat_strides, self.offset)]
 
 
@@ -162,7 +245,14 @@ def linearize(indices: list[ir.Value], strides: list[int], offset: int = 0) -> i
     return total if total is not None else const_index(0)
 
 
-def _collapse(access: Access, groups: Groups, view_shape: tuple[int, ...]) -> ir.Value:
+def _group_size(shape: tuple[int, ...], group: tuple[int, ...]) -> int:
+    sizes = [shape[d] for d in group]
+    return DYNAMIC if DYNAMIC in sizes else math.prod(sizes)
+
+
+def _collapse(access: Access, groups: Groups) -> ir.Value:
+    """The operand viewed with each group of dims as one (its own sizes: 1 on a
+    broadcast group, its own extent on a tail)."""
     memref_type = access.operand.memref
     assert memref_type is not None
     if access.identity:
@@ -170,7 +260,8 @@ def _collapse(access: Access, groups: Groups, view_shape: tuple[int, ...]) -> ir
     else:
         strides, offset = access.operand.strides_and_offset
         layout = ir.StridedLayoutAttr.get(offset, [strides[g[-1]] for g in groups])
-    type_ = ir.MemRefType.get(list(view_shape), memref_type.element_type, layout,
+    shape = [_group_size(access.operand.shape, g) for g in groups]
+    type_ = ir.MemRefType.get(shape, memref_type.element_type, layout,
                               memref_type.memory_space)
     i64 = ir.IntegerType.get_signless(64)
     reassociation = ir.ArrayAttr.get(

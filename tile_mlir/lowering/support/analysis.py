@@ -108,6 +108,62 @@ class OpInfo:
     def attr(self, name: str) -> ir.Attribute | None:
         return self.op.operation.attributes.get(name)
 
+    @property
+    def padding(self) -> float | int | None:
+        """A tile.copy's `padding` (what dst gets past src's extent), None without one."""
+        attr = self.attr("padding") if self.name == "tile.copy" else None
+        if isinstance(attr, ir.FloatAttr):
+            return ir.FloatAttr(attr).value
+        if isinstance(attr, ir.IntegerAttr):
+            return ir.IntegerAttr(attr).value
+        return None
+
+    @property
+    def over(self) -> tuple[int, ...]:
+        """The shape the op's schedule walks (iteration_shape)."""
+        return iteration_shape(self)
+
+
+def copy_extent(dst: int, src: int, padded: bool) -> int:
+    """How far a tile.copy walks one dim: where the extents agree (equal, or both
+    dynamic: then taken equal, dst's), that; with padding, dst's (static: tile-verify);
+    else the overlap: the static one beside a dynamic one, the smaller of two."""
+    if dst == src or padded:
+        return dst
+    if DYNAMIC in (dst, src):
+        return src if dst == DYNAMIC else dst
+    return min(dst, src)
+
+
+def iteration_shape(info: OpInfo) -> tuple[int, ...]:
+    """The shape an op's schedule walks.
+
+    - tile.copy: per dim, copy_extent of dst's and src's;
+    - tile.elementwise with register operands: the register tile's (each register
+      operand's extents, 1s aside for broadcasts; a uniform register operand does not
+      count); memory operands may end before it (tails) or broadcast;
+    - otherwise dst's (a tile.reduce: its source's)."""
+    if info.name == "tile.copy":
+        padded = info.padding is not None
+        return tuple(copy_extent(d, s, padded)
+                     for d, s in zip(info.dst.shape, info.sources[0].shape, strict=True))
+    if info.name == "tile.reduce":
+        return info.sources[0].shape
+    registers = [o.shape for o in info.memrefs if o.space == "local" and not uniform(o)]
+    if not registers:
+        return info.dst.shape
+    return tuple(max(sizes) for sizes in zip(*registers, strict=True))
+
+
+def uniform(operand: Operand) -> bool:
+    """A register tile every thread holds whole: size 1 in every dim and no dim spread
+    over threads (its replicas give it to them all), as a reduction's replicated result.
+    It is a broadcast scalar: it says nothing of the tile's shape, and the memory
+    variants read it from each thread's own registers."""
+    layout = operand.layout
+    return (operand.space == "local" and layout is not None and operand.index != 0
+            and all(d == 1 for d in operand.shape) and not any(it.axis for it in layout.shard))
+
 
 def enclosing(op: ir.Operation | ir.OpView, name: str) -> ir.OpView | None:
     """The nearest ancestor of `op` named `name` (e.g. gpu.func)."""

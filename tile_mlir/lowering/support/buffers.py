@@ -28,6 +28,10 @@ from tile_mlir.dialects import tile
 from tile_mlir.layout import TileLayout
 from tile_mlir.lowering.support.analysis import enclosing, memory_space
 
+REGISTER_ALIGN = 2 * STORAGE_ALIGN
+"""Bytes of alignment of a register tile's storage: room for 8 f32 registers accessed as
+one vector beside 16-byte accesses of a 2-byte type (a bf16 row cast from f32 registers)."""
+
 
 def layout_type(layout: TileLayout, like: ir.MemRefType) -> ir.MemRefType:
     """The memref type whose strided layout is a memory-only tile layout."""
@@ -78,7 +82,7 @@ class Buffers:
             assert kernel is not None
             entry = kernel.operation.regions[0].blocks[0]
             with ir.InsertionPoint.at_block_begin(entry), alloc.operation.location:
-                self._storage[buffer] = memref.alloca(flat, [], [], alignment=STORAGE_ALIGN)
+                self._storage[buffer] = memref.alloca(flat, [], [], alignment=REGISTER_ALIGN)
         return self._storage[buffer]
 
     def _new_global(self, alloc: tile.AllocOp, flat: ir.MemRefType) -> str:

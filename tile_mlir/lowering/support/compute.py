@@ -24,9 +24,14 @@ Indexed rows (op_table: the generators) take, in place of their last input
 linear index in dst's row-major order. The variant says where an access
 starts, as `index` (dst's row-major index of the access's first element); lane
 l of a vector access is at index + l.
+
+A fused op (`op = "fused"`, op_table/fusion.py) gets a `FusedCompute` from
+`Compute(info)`, with the same interface: the variants lower it unchanged.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, math, memref, nvvm, vector
@@ -35,6 +40,7 @@ from tile_mlir import op_table
 from tile_mlir.dtypes import DTYPES, FP8, DType
 from tile_mlir.lowering.support.analysis import Operand, OpInfo
 from tile_mlir.lowering.support.emit import const
+from tile_mlir.op_table import fusion
 
 Address = tuple[ir.Value, list[ir.Value]]
 """A (memref, indices) pair: where one access reads or writes."""
@@ -224,6 +230,13 @@ def row_major(indices: list[ir.Value], sizes: list[ir.Value]) -> ir.Value:
 class Compute:
     """Builds dst[at] = row(inputs[at]) for one access."""
 
+    def __new__(cls, info: OpInfo, row: op_table.EwOp | None = None) -> Compute:
+        # the variants build every elementwise op's accesses through Compute(info): a
+        # fused op's steps take the place of one row there
+        if cls is Compute and row is None and is_fused(info):
+            return super().__new__(FusedCompute)
+        return super().__new__(cls)
+
     def __init__(self, info: OpInfo, row: op_table.EwOp | None = None):
         self.info = info
         self.row = row or row_of(info)
@@ -262,17 +275,8 @@ class Compute:
         self.finish(self.load(at, vec, splat, index), at, vec)
 
     def _position(self, index: ir.Value, vec: int) -> ir.Value:
-        """base + index (+ lane), i64: the base is the last input, an i64 scalar
-        (tile-verify)."""
-        base = self.info.sources[-1].value
-        i64 = ir.IntegerType.get_signless(64)
-        first = arith.addi(base, arith.index_cast(i64, index))
-        if vec == 1:
-            return first
-        lanes_type = ir.VectorType.get([vec], i64)
-        lanes = arith.constant(lanes_type, ir.DenseElementsAttr.get(
-            [ir.IntegerAttr.get(i64, lane) for lane in range(vec)], type=lanes_type))
-        return arith.addi(vector.broadcast(lanes_type, first), lanes)
+        """The last input is the base, an i64 scalar (tile-verify)."""
+        return position(self.info.sources[-1].value, index, vec)
 
     def _input(self, n: int, operand: Operand, at: dict[int, Address], vec: int,
                splat: frozenset[int]) -> ir.Value:
@@ -283,3 +287,121 @@ class Compute:
             value = load(at[operand.index], operand.dtype, 1)
             return broadcast(convert(value, operand.dtype, target, 1), target, vec)
         return convert(load(at[operand.index], operand.dtype, vec), operand.dtype, target, vec)
+
+
+def position(base: ir.Value, index: ir.Value, vec: int) -> ir.Value:
+    """An indexed row's position: base + index (+ lane for a vector access), i64."""
+    i64 = ir.IntegerType.get_signless(64)
+    first = arith.addi(base, arith.index_cast(i64, index))
+    if vec == 1:
+        return first
+    lanes_type = ir.VectorType.get([vec], i64)
+    lanes = arith.constant(lanes_type, ir.DenseElementsAttr.get(
+        [ir.IntegerAttr.get(i64, lane) for lane in range(vec)], type=lanes_type))
+    return arith.addi(vector.broadcast(lanes_type, first), lanes)
+
+
+# ------------------------------------------------------------- fused ops
+
+
+def is_fused(info: OpInfo) -> bool:
+    """Whether the op is a fused tile.elementwise (op = "fused")."""
+    attr = info.attr("op")
+    return attr is not None and ir.StringAttr(attr).value == fusion.FUSED
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One step of a fused expression with the types its unfused op would use."""
+
+    step: fusion.Step
+    row: op_table.EwOp
+    types: tuple[DType, ...]  # the arguments' own types
+    compute: DType  # what the body runs on
+    result: DType  # what the body returns (bool for the predicates)
+    dtype: DType  # what the result is rounded to
+
+    @classmethod
+    def of(cls, expr: fusion.Expr, k: int, inputs: list[str]) -> StepPlan:
+        step = expr.steps[k]
+        row = op_table.lookup(step.row)
+        assert row is not None, "tile-verify lets only registry rows through"
+        types = expr.arg_dtypes(k, inputs)
+        compute = DTYPES[row.compute_dtype(types, step.dtype)]
+        return cls(step, row, tuple(DTYPES[t] for t in types), compute,
+                   DTYPES["bool"] if row.out == "bool" else compute, DTYPES[step.dtype])
+
+
+class FusedCompute(Compute):
+    """Builds dst[at] = a fused expression of the inputs at `at`: every input loaded
+    once, in its own type (a scalar or splat input as one element); each step run as its
+    unfused op runs (arguments converted to its compute type, kept ones to their own
+    type), its result rounded to the step's dtype; the last converted to dst's type and
+    stored."""
+
+    def __init__(self, info: OpInfo, row: op_table.EwOp | None = None):
+        self.info = info
+        attr = info.attr(fusion.EXPR)
+        assert isinstance(attr, ir.ArrayAttr), "tile-verify checks the expression"
+        expr = fusion.Expr.parse([ir.StringAttr(text).value for text in attr])
+        inputs = [operand.dtype.name for operand in info.sources]
+        self.steps = [StepPlan.of(expr, k, inputs) for k in range(len(expr.steps))]
+        # what a Compute says about its row, here the last step's (the one dst gets)
+        last = self.steps[-1]
+        self.row, self.compute, self.result = last.row, last.compute, last.result
+
+    @property
+    def indexed(self) -> bool:
+        return any(plan.row.indexed for plan in self.steps)
+
+    def load(self, at: dict[int, Address], vec: int, splat: frozenset[int] = frozenset(),
+             index: ir.Value | None = None) -> list[ir.Value]:
+        """Every input at `at` as it is in memory (scalars as they are), and, last, the
+        access's index when a step is indexed."""
+        loaded = [operand.value if not operand.is_memref else
+                  load(at[operand.index], operand.dtype, 1 if operand.index in splat else vec)
+                  for operand in self.info.sources]
+        if self.indexed:
+            assert index is not None, "an indexed row needs the access's index from its variant"
+            loaded.append(index)
+        return loaded
+
+    def finish(self, args: list[ir.Value], at: dict[int, Address], vec: int) -> None:
+        """The steps in order on the loaded inputs; the last one stored at `at`."""
+        uses = _Uses(args, vec)
+        for plan in self.steps:
+            operands = [uses.argument(plan, n) for n in range(len(plan.step.args))]
+            ty = value_type(plan.compute, vec)
+            storage = plan.row.storage_type(plan.dtype.name)
+            value = plan.row.body(operands, ty, storage=storage) if plan.row.storage else \
+                plan.row.body(operands, ty)
+            uses.results.append(convert(value, plan.result, plan.dtype, vec))
+        dst, last = self.info.dst, self.steps[-1]
+        store(convert(uses.results[-1], last.dtype, dst.dtype, vec), at[dst.index], dst.dtype,
+              vec)
+
+
+class _Uses:
+    """The values a fused op's steps read: loaded inputs and earlier results, converted
+    once per target type."""
+
+    def __init__(self, loaded: list[ir.Value], vec: int):
+        self.loaded, self.vec = loaded, vec
+        self.results: list[ir.Value] = []
+        self._converted: dict[tuple[fusion.Arg, str], ir.Value] = {}
+
+    def argument(self, plan: StepPlan, n: int) -> ir.Value:
+        """Argument n of a step, as its body takes it."""
+        arg, own = plan.step.args[n], plan.types[n]
+        if plan.row.indexed and n == len(plan.step.args) - 1:  # the base: an i64 input
+            return position(self.loaded[arg.index], self.loaded[-1], self.vec)
+        target = own if n in plan.row.keep else plan.compute
+        key = (arg, target.name)
+        if key not in self._converted:
+            value = self.results[arg.index] if arg.step else self.loaded[arg.index]
+            lanes = ir.VectorType(value.type).shape[0] \
+                if isinstance(value.type, ir.VectorType) else 1
+            converted = convert(value, own, target, lanes)
+            self._converted[key] = broadcast(converted, target, self.vec) \
+                if lanes != self.vec else converted
+        return self._converted[key]

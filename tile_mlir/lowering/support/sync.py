@@ -8,7 +8,9 @@ writes one of them, or reads one written since, it puts the widest scope's
 barrier of the two ops: `gpu.barrier` (bar.sync 0) for a CTA, a named barrier
 of 128 threads for a warpgroup, `bar.warp.sync` for a warp, none for a thread.
 A `gpu.barrier` already in the block counts. Register buffers are private to
-their threads and never need one.
+their threads and never need one. Around a loop's back edge, two touches of one
+iteration's own slice (a subview taken in the body at the induction variable,
+one element thick there: the tiles of a row, one per iteration) never meet.
 """
 
 from __future__ import annotations
@@ -31,6 +33,29 @@ class _Touch:
     buffer: ir.Value
     writes: bool
     scope: str
+    slice: tuple[ir.Value, int] | None = None  # (source, dim) of an iteration's own slice
+    carried: bool = False  # from the loop's previous iteration
+
+
+def _iteration_slice(value: ir.Value, block: ir.Block) -> tuple[ir.Value, int] | None:
+    """(source, dim) when `value` is a memref.subview made in a loop body `block` whose
+    offset on dim is the loop's induction variable and whose size there is 1: each
+    iteration touches a slice of its own."""
+    if isinstance(value.owner, ir.Block):
+        return None
+    owner, loop = value.owner.operation, block.owner
+    if owner.name != "memref.subview" or owner.block != block or loop is None or \
+            loop.name != "scf.for":
+        return None
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    offsets = list(ir.DenseI64ArrayAttr(owner.attributes["static_offsets"]))
+    sizes = list(ir.DenseI64ArrayAttr(owner.attributes["static_sizes"]))
+    operands = iter(list(owner.operands)[1:])  # the dynamic offsets come first
+    induction = block.arguments[0]
+    for dim, offset in enumerate(offsets):
+        if offset == dynamic and next(operands) == induction and sizes[dim] == 1:
+            return owner.operands[0], dim
+    return None
 
 
 def _touches(op: ir.Operation) -> list[_Touch]:
@@ -41,8 +66,16 @@ def _touches(op: ir.Operation) -> list[_Touch]:
             continue
         if memory_space(ir.MemRefType(value.type)) == "local":
             continue
-        found.append(_Touch(root_buffer(value), writes=n == 0, scope=scope))
+        found.append(_Touch(root_buffer(value), writes=n == 0, scope=scope,
+                            slice=_iteration_slice(value, op.block)))
     return found
+
+
+def _meet(new: _Touch, old: _Touch) -> bool:
+    """Can two touches reach one element with a write among them?"""
+    if new.buffer != old.buffer or not (new.writes or old.writes):
+        return False
+    return not (old.carried and new.slice is not None and new.slice == old.slice)
 
 
 def _conflict(touches: list[_Touch], pending: list[_Touch]) -> str | None:
@@ -50,7 +83,7 @@ def _conflict(touches: list[_Touch], pending: list[_Touch]) -> str | None:
     widest = None
     for new in touches:
         for old in pending:
-            if new.buffer == old.buffer and (new.writes or old.writes):
+            if _meet(new, old):
                 for scope in (new.scope, old.scope):
                     if widest is None or SCOPES.index(scope) > \
                             SCOPES.index(widest):
@@ -72,7 +105,17 @@ def barrier(scope: str, block: tuple[int, int, int] | None) -> None:
         nvvm.bar_warp_sync(const(ir.IntegerType.get_signless(32), -1))
 
 
-_LOOPS = ("scf.for", "scf.while", "scf.parallel")
+_LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
+
+
+def in_loop(op: ir.Operation) -> bool:
+    """Does a loop of its kernel enclose the op (so that it may run again)?"""
+    parent = op.parent
+    while parent is not None and parent.name != "gpu.func":
+        if parent.name in _LOOPS:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _plan(block: ir.Block, pending: list[_Touch]) -> tuple[list[tuple[ir.OpView, str]],
@@ -104,6 +147,7 @@ def insert_barriers(block: ir.Block, kernel_block: tuple[int, int, int] | None) 
     parent = block.owner
     _, carried = _plan(block, []) if parent is not None and \
         parent.operation.name in _LOOPS else ([], [])
+    carried = [_Touch(t.buffer, t.writes, t.scope, t.slice, carried=True) for t in carried]
     needed, _ = _plan(block, carried)
     for op, scope in needed:
         with ir.InsertionPoint(op), op.location:

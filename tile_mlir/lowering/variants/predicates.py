@@ -5,8 +5,8 @@ from __future__ import annotations
 from tile_mlir.dtypes import INTS, LIBRARY_FLOATS
 from tile_mlir.layout import TileLayout
 from tile_mlir.lowering import ACCEPT, Verdict, reject
-from tile_mlir.lowering.schedules.induced import same_distribution
-from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.schedules.induced import coverage
+from tile_mlir.lowering.support.analysis import OpInfo, uniform
 
 FLOAT_COMPUTE = ("f32", "f16", "bf16")
 """Element types the register variants compute in."""
@@ -22,9 +22,13 @@ def scope_known(info: OpInfo) -> Verdict:
     return ACCEPT
 
 
-def all_in(info: OpInfo, spaces: tuple[str, ...]) -> Verdict:
-    """Every memref operand is in one of `spaces` (global, shared, local)."""
+def all_in(info: OpInfo, spaces: tuple[str, ...], uniform_inputs: bool = False) -> Verdict:
+    """Every memref operand is in one of `spaces` (global, shared, local); with
+    `uniform_inputs`, an input may also be a uniform register tile (analysis.uniform:
+    a scalar every thread holds, read from its own registers)."""
     for operand in info.memrefs:
+        if uniform_inputs and uniform(operand):
+            continue
         if operand.space not in spaces:
             return reject(f"operand {operand.index} scope {operand.space} != "
                           f"{' or '.join(spaces)}")
@@ -47,10 +51,12 @@ def element_types(info: OpInfo, supported: tuple[str, ...]) -> Verdict:
 
 
 def register_anchor(info: OpInfo) -> tuple[TileLayout | None, str]:
-    """The layout that induces the partition: the first register operand's, dst first.
+    """The layout that induces the partition: the first register operand's of the whole
+    tile's shape (not a broadcast one), dst first.
 
-    Every other register operand must give each thread the same coordinates.
-    Returns (None, reason) when there is no usable anchor.
+    Every other register operand must hold, in each thread, the elements that thread
+    reads (induced.coverage: the same distribution, or a broadcast operand replicated
+    where the tile is spread). Returns (None, reason) when there is no usable anchor.
     """
     registers = [o for o in info.memrefs if o.space == "local"]
     if not registers:
@@ -59,13 +65,22 @@ def register_anchor(info: OpInfo) -> tuple[TileLayout | None, str]:
         if operand.layout is None:
             return None, (f"register operand {operand.index} has no layout "
                           "(allocate it with tile.alloc)")
-    anchor = registers[0].layout
+    over = registers[0].shape if info.name == "tile.copy" else info.over
+    first = next((o for o in registers if o.shape == over), None)
+    if first is None:
+        return None, (f"no register operand has the tile's shape {'x'.join(map(str, over))} "
+                      "(each broadcasts): make dst or an input a whole register tile")
+    anchor = first.layout
     assert anchor is not None
-    for operand in registers[1:]:
+    writers_only = info.dst.space != "local"
+    for operand in registers:
         assert operand.layout is not None
-        if not same_distribution(anchor, operand.layout):
+        problem = "" if operand is first else \
+            coverage(anchor, operand.layout, writers_only) if operand.shape == over or \
+            info.name == "tile.elementwise" else "its shape differs"
+        if problem:
             return None, (f"register operand {operand.index} ({operand.layout}) is distributed "
-                          f"unlike operand {registers[0].index} ({anchor})")
+                          f"unlike operand {first.index} ({anchor}): {problem}")
     return anchor, ""
 
 
