@@ -43,12 +43,23 @@ BAD_ATTRIBUTE_VALUES = (
     "array<i64: -9223372036854775808>", "array<i64: 1, 1, 1, 1, 1, 1, 1, 1, 1>",
 )
 OP_ATTRIBUTES = {
-    "tile.copy": ("scope", "variant"),
-    "tile.elementwise": ("op", "scope", "variant", "operandSegmentSizes", "vector_bytes", "stage"),
+    "tile.copy": ("scope", "variant", "padding"),
+    "tile.elementwise": ("op", "scope", "variant", "operandSegmentSizes", "vector_bytes", "stage",
+                         "expr"),
     "tile.reduce": ("kind", "scope", "axes", "accum", "scale", "variant"),
     "tile.alloc": ("layout",),
 }
-VARIANTS = ("gmem", "smem", "reg", "mem", "gmem_smem", "shared", "local", "columns", "bogus", "")
+VARIANTS = ("gmem", "smem", "reg", "reg_mem", "mem", "gmem_smem", "shared", "local", "columns",
+            "bogus", "")
+UNARY = ("exp", "sqrt", "neg", "relu", "gelu", "silu", "abs", "tanh", "sigmoid", "copy")
+BINARY = ("add", "sub", "mul", "maximum", "minimum", "div")
+ODD_EXPRS = ('["add(%0, %1) : f32"]', '["exp($0) : f32"]', '["add(%9, %1) : f32"]',
+             '["bogus(%0) : f32"]', '["add(%0) : f32"]', '["add(%0, %1)"]', '["exp(%0) : f99"]',
+             "[]", "[1, 2]", '["exp(%0) : f32", "gelu($0) : f16"]', '["exp(%-1) : f32"]',
+             '["exp($1) : f32", "exp(%0) : f32"]', '["exp(%0) : f32", "exp($0) : f32", '
+             '"exp($5) : f32"]', '["(%0) : f32"]', '["exp(%0):f32"]', '["exp(%0) : f32 : f32"]',
+             '"exp(%0) : f32"', '["exp(%0, ) : f32"]', '["where(%0, %1, %1) : f32"]',
+             '["exp(%0) : f32", ' + ", ".join(f'"exp(${i}) : f32"' for i in range(300)) + "]")
 
 
 @dataclass
@@ -279,8 +290,41 @@ def reduce_kernel(rng: random.Random) -> Kernel:
     return kernel
 
 
+def chain_kernel(rng: random.Random) -> Kernel:
+    """Elementwise ops chained through shared temporaries (what tile-fuse fuses)."""
+    shape = _shape(rng)
+    element = rng.choice(("f32", "f16", "bf16"))
+    kernel = Kernel([], [], {"known_block_size": block(rng.choice((32, 64, 128, 256)))})
+    a, b, out = (_arg(kernel, element, shape) for _ in range(3))
+    last = a
+    for _ in range(rng.choice((1, 2, 3))):
+        temp = _alloc(kernel, row_major(shape), element, shape, SHARED)
+        binary = rng.random() < 0.5
+        op = rng.choice(BINARY if binary else UNARY)
+        inputs = [last, b] if binary else [last]
+        kernel.ops.append(Op("tile.elementwise", [temp, *inputs], {
+            "op": f'"{op}"', "scope": '"cta"', "operandSegmentSizes": segments(len(inputs))}))
+        last = temp
+    kernel.ops.append(Op("tile.elementwise", [out, last], {
+        "op": f'"{rng.choice(UNARY)}"', "scope": '"cta"', "operandSegmentSizes": segments(1)}))
+    return kernel
+
+
+def fused_kernel(rng: random.Random) -> Kernel:
+    """A fused elementwise op written out (op = "fused", its steps in expr)."""
+    shape, dtype = _shape(rng), rng.choice(("f32", "f16", "bf16"))
+    kernel = Kernel([], [], {"known_block_size": block(rng.choice((32, 64, 128, 256)))})
+    out, a, b = (_arg(kernel, dtype, shape) for _ in range(3))
+    first, last = rng.choice(BINARY), rng.choice(UNARY)
+    kernel.ops.append(Op("tile.elementwise", [out, a, b], {
+        "op": '"fused"', "scope": '"cta"', "operandSegmentSizes": segments(2),
+        "expr": f'["{first}(%0, %1) : {dtype}", "{last}($0) : {dtype}"]'}))
+    return kernel
+
+
 TEMPLATES: tuple[Callable[[random.Random], Kernel], ...] = (
-    elementwise_kernel, elementwise_kernel, shared_kernel, register_kernel, reduce_kernel)
+    elementwise_kernel, elementwise_kernel, shared_kernel, register_kernel, reduce_kernel,
+    chain_kernel, fused_kernel)
 
 
 def valid_kernel(rng: random.Random) -> Kernel:
@@ -519,6 +563,26 @@ def huge_layout(rng: random.Random, kernel: Kernel) -> str:
     return f"buffer {value.type}, layout {text}"
 
 
+def odd_expr(rng: random.Random, kernel: Kernel) -> str:
+    """A fused op with steps that do not parse, refer past their inputs, or run long."""
+    op = rng.choice([op for op in kernel.ops if op.name == "tile.elementwise"] or kernel.ops)
+    op.attrs["op"] = '"fused"'
+    op.attrs["expr"] = rng.choice(ODD_EXPRS)
+    return f"{op.name} expr {op.attrs['expr'][:60]}"
+
+
+def padding(rng: random.Random, kernel: Kernel) -> str:
+    """A copy that pads: src shorter than dst in one dimension, with a padding value."""
+    op = rng.choice([op for op in kernel.ops if op.name == "tile.copy"] or kernel.ops)
+    op.attrs["padding"] = rng.choice(("0.0 : f32", "-1.0 : f16", "0 : i32", "0x7FC00000 : f32",
+                                      "0xFF800000 : f32", "1.0e+40 : f32", "0.5 : f64"))
+    src = op.operands[1] if len(op.operands) > 1 else None
+    if src is not None and src.shape and rng.random() < 0.7:
+        src.shape = [*src.shape[:-1], str(max(int(src.shape[-1]) // 2, 1))] \
+            if src.shape[-1].isdigit() else src.shape
+    return f"{op.name} padding {op.attrs['padding']}"
+
+
 def index_width(rng: random.Random, kernel: Kernel) -> str:
     """A data layout on the gpu.module: the index width the NVVM lowering uses."""
     width = rng.choice(("32", "64", "0", "1", "16", "-1", "128", "16777216", "33"))
@@ -575,10 +639,10 @@ PERTURBATIONS: tuple[Perturbation, ...] = (
     rank_change, odd_element_type, odd_space, odd_layout_type, unranked, odd_block, no_block,
     odd_scope, forced_variant, unknown_name, odd_axes, operand_count, odd_segments,
     signature_mismatch, results, scalar_dst, alias_operands, wrapper, reorder, alloc_layout,
-    alloc_layout, huge_layout, index_width,
+    alloc_layout, huge_layout, index_width, odd_expr, odd_expr,
 )
 GENTLE_PERTURBATIONS: tuple[Perturbation, ...] = (
-    reshape, reshape, valid_block, strided, forced_variant, alias_operands)
+    reshape, reshape, valid_block, strided, forced_variant, alias_operands, padding)
 """Perturbations that keep a kernel mostly valid, so that it reaches the lowering."""
 
 
