@@ -1,6 +1,7 @@
-// --tile-explain without tile-dispatch in the pipeline runs tile-dispatch itself, at
-// the end: alone (the IR printed with each op's variant) or after the other passes;
-// a pass that needs tile-dispatch (tile-lower) gets an explaining one before it.
+// --tile-explain with neither tile-dispatch nor tile-fuse in the pipeline (nothing
+// that explains) runs tile-dispatch itself, at the end: alone (the IR printed with
+// each op's variant) or after the other passes; a pass that needs tile-dispatch
+// (tile-lower) gets an explaining one before it.
 // RUN: tile-opt %s --tile-explain 2>&1 | FileCheck %s
 // RUN: tile-opt %s --tile-lower --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: tile-opt %s -p tile-verify,canonicalize --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK

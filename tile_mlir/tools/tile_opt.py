@@ -12,10 +12,10 @@ Errors in the input (including input that is not UTF-8 text) print as
 `file:line:col: error: ...` and exit with status 1; a bad command line exits
 with status 2, a compiler bug with status 3.
 
-`--tile-explain` reports tile-dispatch's decision for each tile op as a remark.
-A pipeline without tile-dispatch gets one for it at the end (so `tile-opt
-in.mlir --tile-explain` verifies, explains and prints the IR with each op's
-`variant`).
+`--tile-explain` reports tile-dispatch's decision for each tile op, and what
+tile-fuse fused or refused, as remarks. A pipeline with neither gets
+tile-dispatch at the end (so `tile-opt in.mlir --tile-explain` verifies,
+explains and prints the IR with each op's `variant`).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tile-explain", dest="explain", action="store_true",
                    help="report each tile op's dispatch decision, and what tile-fuse "
                         "fused or refused and why, as remarks (adds tile-dispatch at the "
-                        "end of a pipeline that has none)")
+                        "end of a pipeline that has neither)")
     p.add_argument("--list-passes", action="store_true",
                    help="list the tile passes, named pipelines and lowering variants, then exit")
     return p
@@ -231,10 +231,10 @@ def _steps(opts: Options) -> list[pipeline.Step]:
     except pipeline.PipelineError as e:
         raise UsageError(str(e)) from None
     done = [step.tile.NAME for step in steps if step.tile]
-    if opts.explain and "tile-dispatch" not in done:
-        # --tile-explain explains tile-dispatch's decisions: a pipeline without it (a
-        # tile pass that needs it gets it already) gets one at the end, with its own
-        # requirements (tile-verify) unless they ran
+    if opts.explain and not {"tile-dispatch", "tile-fuse"} & set(done):
+        # --tile-explain explains what tile-dispatch and tile-fuse decide: a pipeline with
+        # neither (a tile pass that needs tile-dispatch gets it already) would say nothing,
+        # so it gets tile-dispatch at the end, with its requirements unless they ran
         steps += expander.expand("tile-dispatch", done=done)
     return steps
 
