@@ -852,7 +852,8 @@ def _with_out(rng: np.random.Generator, case: Case, tier: Tier) -> Case:
     if r < 0.51 and shape and isinstance(first, Array) and first.dtype == dtype and \
             first.shape == shape:
         return _interleaved_out(case, shape, dtype)
-    if r < 0.54 and any(s > 1 for s in shape) and case.family != "fused_gated":
+    if r < 0.54 and any(s > 1 for s in shape) and math.prod(shape) and \
+            case.family != "fused_gated":  # (torch's check of out= needs elements)
         base = list(shape)
         step = _expand(rng, base)
         view = View(tuple(base), steps=(step,) if step else (), kinds=("expand",))
