@@ -4,6 +4,7 @@ which the library reads when the user has tuned nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ FAST = Strategy(threads=512, vector_bytes=16, rounds=2, stage=2)
 
 
 @pytest.fixture
-def tuner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def tuner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every candidate takes 10 us but FAST (5 us); the chip is sm_90; files go to tmp."""
     monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(strategy, "SHIPPED", tmp_path / "shipped")
