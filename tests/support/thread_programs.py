@@ -374,6 +374,37 @@ def lang_seed_000(block: int | Block) -> tl.KernelFunction:
 LANG_BLOCKS: tuple[int | Block, ...] = (100, (10, 10, 1), (7, 3, 2), 1000)
 
 
+def reduce_slices(block: Block, scope: str, shape: tuple[int, int], axis: int) -> Program:
+    """Warp or warpgroup scope: each warp (warpgroup) takes the max of its own (R, L) slice
+    of global memory over `axis`. Long rows (and few columns) split over the scope's
+    groups, whose partials meet in a shared scratch: each warp (warpgroup) needs its own,
+    or they overwrite each other's partials."""
+    width = 32 if scope == "warp" else 128
+    count = threads(block) // width
+    rows, length = shape
+    kept = rows if axis == 1 else length
+    full, out_full = _memref((count, rows, length)), _memref((count, kept))
+    view = f"memref<{rows}x{length}xf32, strided<[{length}, 1], offset: ?>>"
+    out_view = f"memref<{kept}xf32, strided<[1], offset: ?>>"
+    body = _linear_tid(block) + f"""\
+    %width = arith.constant {width} : index
+    %w = arith.divui %tid, %width : index
+    %in = memref.subview %a[%w, 0, 0] [1, {rows}, {length}] [1, 1, 1] : {full} to {view}
+    %o = memref.subview %out[%w, 0] [1, {kept}] [1, 1] : {out_full} to {out_view}
+    "tile.reduce"(%o, %in) {{kind = "max", axes = array<i64: {axis}>, scope = "{scope}"}} : ({out_view}, {view}) -> ()
+"""
+    return Program(f"reduce_{scope}_slices_{rows}x{length}_ax{axis}-{label(block)}",
+                   _kernel(f"%a: {full}, %out: {out_full}", block, body),
+                   uniform((count, rows, length), "f32"),
+                   lambda a: a.max(axis=axis + 1), (count, kept))
+
+
+SLICED: tuple[tuple[Block, str], ...] = (
+    ((96, 1, 1), "warp"), ((16, 2, 3), "warp"), ((256, 1, 1), "warpgroup"),
+    ((128, 2, 1), "warpgroup"))
+"""Blocks of whole warps (warpgroups) for ops at warp (warpgroup) scope on slices."""
+
+
 # ------------------------------------------------------------ refusals
 
 
@@ -438,6 +469,8 @@ PROGRAMS: list[Program] = [
     *(reg_copy_unit_dim(block) for block in ((100, 1, 1), (10, 10, 1))),
     *(make(block) for make in (gmem_fma_staged, reg_mem_tail)
       for block in ((7, 1, 1), (100, 1, 1), (250, 1, 1), (7, 3, 2))),
+    *(reduce_slices(block, scope, shape, axis) for block, scope in SLICED
+      for shape, axis in (((2, 1000), 1), ((500, 4), 0), ((3, 40), 1))),
 ]
 """The programs that compile: every one is run against float64 NumPy."""
 
