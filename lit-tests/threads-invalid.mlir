@@ -116,3 +116,24 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// More threads than a CTA can have: the kernel could not be launched.
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>) kernel attributes {known_block_size = array<i32: 2000, 1, 1>} {
+    // expected-error@+1 {{is in a kernel whose block (2000x1x1) is larger than a CTA can be (at most 1024x1024x64, 1024 threads): it could not be launched}}
+    "tile.elementwise"(%a, %a) {op = "neg", scope = "thread", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k(%a: memref<64xf32>) kernel attributes {known_block_size = array<i32: 1, 1, 65>} {
+    // expected-error@+1 {{is in a kernel whose block (1x1x65) is larger than a CTA can be}}
+    "tile.elementwise"(%a, %a) {op = "neg", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+    gpu.return
+  }
+}

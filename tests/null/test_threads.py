@@ -6,6 +6,7 @@ that says why."""
 
 from __future__ import annotations
 
+import inspect
 import re
 
 import numpy as np
@@ -21,6 +22,7 @@ from support.thread_programs import (
     REFUSED,
     Refused,
     lang_seed_000,
+    lang_warpgroup,
 )
 
 import tile_mlir
@@ -107,3 +109,15 @@ def test_seed_000_from_python_at_odd_blocks(block: int | tuple[int, int, int],
     expected = np.sqrt(a.astype(np.float64))
     simt.emulate(text, [a])
     assert ulp_distance(a, expected, "f32").max() == 0
+
+
+def test_a_refusal_from_python_is_at_the_call() -> None:
+    """tl.warpgroup.copy in a kernel of 100 threads: the error names the Python line."""
+    kernel = lang_warpgroup(100)
+    source, first = inspect.getsourcelines(lang_warpgroup)
+    line = first + next(n for n, text in enumerate(source) if "LANG_WARPGROUP_LINE" in text)
+    with pytest.raises(CompileError) as caught:
+        kernel.compile([tl.ArrayDesc("f32", (32, 32))])
+    text = str(caught.value)
+    assert f"thread_programs.py:{line}:" in text.splitlines()[0], text
+    assert "at scope 'warpgroup' needs whole warpgroups, but the block has 100 threads" in text

@@ -33,8 +33,10 @@ SIZES = (1, 7, 31, 33, 48, 96, 100, 129, 250, 1000)
 """CTA sizes: one thread, partial single warps, one warp and a lane, partial last warps
 of 16, 4, 1, 26 and 8 lanes, whole warps that are not whole warpgroups."""
 
-BLOCKS: tuple[Block, ...] = (*((n, 1, 1) for n in SIZES), (10, 10, 1), (7, 3, 2), (16, 2, 3))
-"""The sizes as x blocks, and 3-D blocks of 100, 42 and 96 threads (the last whole warps)."""
+BLOCKS: tuple[Block, ...] = (*((n, 1, 1) for n in SIZES), (10, 10, 1), (7, 3, 2), (5, 5, 5),
+                             (16, 2, 3))
+"""The sizes as x blocks, and 3-D blocks of 100, 42, 125 (odd: a last warp of 29 lanes)
+and 96 threads (whole warps)."""
 
 
 def threads(block: Block) -> int:
@@ -372,6 +374,19 @@ def lang_seed_000(block: int | Block) -> tl.KernelFunction:
 
 
 LANG_BLOCKS: tuple[int | Block, ...] = (100, (10, 10, 1), (7, 3, 2), 1000)
+
+
+def lang_warpgroup(block: int | Block) -> tl.KernelFunction:
+    """Seed 000's copy at warpgroup scope: refused for a block that is not whole
+    warpgroups, at the line of the call."""
+
+    def unary_op(A: Annotated[tl.Tensor, "f32", (32, 32)]) -> None:
+        tl.grid(1)
+        A_smem = tl.alloc_shared((32, 32), tl.f32)
+        tl.warpgroup.copy(A_smem, A)  # LANG_WARPGROUP_LINE
+        tl.cta.copy(A, A_smem)
+
+    return tl.kernel(unary_op, threads=block)
 
 
 def reduce_slices(block: Block, scope: str, shape: tuple[int, int], axis: int) -> Program:

@@ -70,6 +70,16 @@ def check_attributes(op: ir.OpView) -> list[str]:
     return errors
 
 
+MAX_BLOCK = (1024, 1024, 64)
+MAX_BLOCK_THREADS = 1024
+"""The largest CTA (every GPU since compute capability 2.0): per dimension, and in all."""
+
+
+def _too_large(block: tuple[int, int, int]) -> bool:
+    return math.prod(block) > MAX_BLOCK_THREADS or \
+        any(d > top for d, top in zip(block, MAX_BLOCK, strict=True))
+
+
 def check_scope(info: OpInfo) -> list[str]:
     """A scope the kernel can run: known, inside a gpu.func, and for warp and warpgroup
     scope a block of whole warps or warpgroups. A partial warp or warpgroup is refused,
@@ -81,6 +91,10 @@ def check_scope(info: OpInfo) -> list[str]:
         return [f"has scope '{scope}', expected one of {', '.join(tile.SCOPES)}"]
     if info.kernel is None:
         return ["must be inside a gpu.func"]
+    if info.block is not None and _too_large(info.block):
+        return [f"is in a kernel whose block ({'x'.join(map(str, info.block))}) is larger than "
+                f"a CTA can be (at most {MAX_BLOCK[0]}x{MAX_BLOCK[1]}x{MAX_BLOCK[2]}, "
+                f"{MAX_BLOCK_THREADS} threads): it could not be launched"]
     if scope == "thread":
         return []
     if info.block is None:
