@@ -420,6 +420,29 @@ SLICED: tuple[tuple[Block, str], ...] = (
 """Blocks of whole warps (warpgroups) for ops at warp (warpgroup) scope on slices."""
 
 
+def lane_reductions(block: Block) -> list[Reduce]:
+    """Register reductions of lane_layout's tile: over each thread's registers (every
+    block), and over the lanes where the layout gives every lane elements of its own
+    (at most 32 threads, or whole warps)."""
+    n = threads(block)
+    shape, layout = lane_layout(n)
+    whole = n > 32 and n % 32 == 0
+    registers = {2: "S[({0}, {1}):(1@laneid, 1@warpid)]", 1: "S[{0}:1@laneid]"}
+    if whole:
+        registers[2] = "S[({0}, {1}):(1@warpid, 1@laneid)]"
+    dst = registers[len(shape) - 1].format(*shape[:-1])
+    cases = [_reduce(block, "sum", shape, axes=(len(shape) - 1,), memory="registers",
+                     layout=f"{layout}|{dst}")]
+    if n <= 32:
+        cases.append(_reduce(block, "max", shape, axes=(0,), memory="registers",
+                             layout=f"{layout}|S[8], R[{n}:1@laneid]"))
+    elif whole:
+        cases.append(_reduce(block, "max", shape, axes=(1,), memory="registers",
+                             layout=f"{layout}|S[({shape[0]}, 8):(1@warpid, 1)], "
+                                    "R[32:1@laneid]"))
+    return cases
+
+
 # ------------------------------------------------------------ refusals
 
 
@@ -465,6 +488,20 @@ def refused_lanes(block: Block) -> Refused:
                    f"layout spans {warps * 32} threads, the block has {n}")
 
 
+def refused_lane_duplicates(block: Block) -> Refused:
+    """A reduction over the lanes of lane_layout's tile in a block with a partial warp
+    (and more than one warp): lanes past the last warp's hold copies of others'
+    elements, which a butterfly would count twice."""
+    shape, layout = lane_layout(threads(block))
+    case = Reduce("sum", shape, axes=(0,), threads=threads(block), block=block,
+                  memory="registers",
+                  layout=f"{layout}|S[({shape[1]}, 8):(1@warpid, 1)], R[{shape[0]}:1@laneid]")
+    text = case.mlir()
+    return Refused(f"lane_duplicates-{label(block)}", text, _line_of(text, '"tile.reduce"'),
+                   f"hold the same elements (the layout gives thread {shape[0]} none of its "
+                   "own, as a layout over laneid does to lanes of a block with a partial warp)")
+
+
 def refused_unpadded_group(block: Block) -> Refused:
     """A register reduction over 24 of 32 lanes whose other 8 exist (and hold other
     elements): the butterfly cannot leave them out."""
@@ -489,11 +526,13 @@ PROGRAMS: list[Program] = [
 ]
 """The programs that compile: every one is run against float64 NumPy."""
 
-REDUCTIONS: list[Reduce] = [case for block in BLOCKS for case in reductions(block)]
+REDUCTIONS: list[Reduce] = [case for block in BLOCKS
+                            for case in (*reductions(block), *lane_reductions(block))]
 
 REFUSED: list[Refused] = [
     *(refused_warp(block) for block in BLOCKS if not whole_warps(block)),
     *(refused_warpgroup(block) for block in BLOCKS),
     *(refused_lanes(block) for block in BLOCKS if not whole_warps(block) and threads(block) > 32),
     refused_unpadded_group((48, 1, 1)),
+    *(refused_lane_duplicates(block) for block in ((100, 1, 1), (10, 10, 1), (48, 1, 1))),
 ]

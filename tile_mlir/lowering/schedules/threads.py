@@ -182,13 +182,17 @@ def _simulate(layout: TileLayout, axes: tuple[int, ...], plan: ThreadPlan) -> tu
     """Why the plan would fold wrongly ("" if it is right), and whether a read partial
     may lie past the last thread (and so take the identity)."""
     threads = plan.threads
+    if not (plan.lanes or plan.warps):
+        return "", False  # each thread folds its own registers: nothing meets
     kept, reduced = _keys(layout, axes, threads)
     holders: dict[tuple[int, ...], dict[tuple[int, ...], int]] = {}
     for t in range(threads):
         same = holders.setdefault(kept[t], {})
         if reduced[t] in same:
-            return (f"threads {same[reduced[t]]} and {t} hold the same elements: a thread "
-                    "bit the layout does not use would count them twice"), False
+            return (f"threads {same[reduced[t]]} and {t} hold the same elements (the layout "
+                    f"gives thread {t} none of its own, as a layout over laneid does to "
+                    "lanes of a block with a partial warp): folding across threads would "
+                    "count them twice"), False
         same[reduced[t]] = t
     beyond = False
     for key, by_reduced in holders.items():
