@@ -9,9 +9,10 @@ refused with a located error whose message says why (REFUSED).
 
 Scopes: `cta` at every block; `thread` on a row per thread; `warp` on a slice per warp
 where the block is whole warps (refused elsewhere: a partial last warp would leave its
-missing lanes' elements undone and its shuffles undefined); `warpgroup` refused
-everywhere here (no block is whole warpgroups: dialect/tile.irdl.mlir says why it is
-refused rather than shrunk to the threads there are).
+missing lanes' elements undone and its shuffles undefined); `warpgroup` on a slice per
+warpgroup in blocks of 256 threads, refused in every block of BLOCKS (none is whole
+warpgroups: dialect/tile.irdl.mlir says why it is refused rather than shrunk to the
+threads there are).
 """
 
 from __future__ import annotations
