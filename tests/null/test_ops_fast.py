@@ -78,6 +78,14 @@ def test_numbers_change_between_calls(torch: Any, rng: np.random.Generator,
         ops.add(torch.tensor(i), 1 << 40)  # checked by the plan, every call
 
 
+def test_each_special_power_has_its_plan(torch: Any, rng: np.random.Generator) -> None:
+    """pow by 0.5, -0.5 and -1 runs sqrt, rsqrt and reciprocal: the value is in the key."""
+    x = rng.uniform(0.5, 4, 100).astype(np.float32)
+    for exponent in (-0.5, 0.5, -1.0, 2.5, -0.5):
+        got = ops.pow(torch.tensor(x), exponent).numpy()
+        np.testing.assert_allclose(got, x.astype(np.float64) ** exponent, rtol=1e-6)
+
+
 def test_in_place_and_overlap(torch: Any, rng: np.random.Generator) -> None:
     x, y = rng.standard_normal((2, 4096)).astype(np.float32)
     for _ in range(2):  # the second time from the plan
