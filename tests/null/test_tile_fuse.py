@@ -175,6 +175,13 @@ def test_build_numbers_inputs_by_first_use_and_shares_them() -> None:
                                             _link("mul", (R(1), "x"), "f32")]
 
 
+def test_build_shares_an_input_read_twice_by_one_link() -> None:
+    fused = fusion.build([_link("mul", ("x", "x"), "f32"), _link("lerp", (R(0), "y", "y"), "f32")])
+    assert fused.inputs == ("x", "y")
+    assert fused.expr.texts() == ["mul(%0, %0) : f32", "lerp($0, %1, %1) : f32"]
+    assert not fused.expr.problems(len(fused.inputs))
+
+
 def test_build_orders_inputs_to_fit_the_slots() -> None:
     types = {"a": "memref<f32>", "b": "memref<f32>", "s": "f32", "c": "memref<f32>",
              "h": "memref<f16>"}
