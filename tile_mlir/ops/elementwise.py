@@ -192,11 +192,13 @@ def castable(src: str, dst: str) -> bool:
 
 def check_out(out: Array, shape: tuple[int, ...], result: str, arrays: Sequence[Array],
               what: str) -> None:
-    """out= has the result's shape, is on the inputs' device and takes the result's
-    dtype (torch.can_cast); errors name `out`."""
+    """out= has the result's shape, is on the inputs' device, takes the result's dtype
+    (torch.can_cast) and has a location of its own for every element; errors name
+    `out`."""
     if out.shape != tuple(shape):
         raise ValueError(f"{what}: argument '{out.name}' has shape {out.shape}, the result "
                          f"has {tuple(shape)}")
+    args.check_distinct(out, what)
     if arrays and ((out.device is None) != (arrays[0].device is None) or
                    out.device != arrays[0].device):
         where = "the host" if out.device is None else f"cuda:{out.device}"

@@ -362,6 +362,7 @@ def _output(b: Builder, name: str, given: Array | None, like: Array,
                          f"{like.shape}, got {torch_name(given.dtype)} of shape {given.shape}")
     if given.shape[2] > 1 and given.strides[2] != 1:
         raise ValueError(f"argument '{name}' must be contiguous along head_dim")
+    args.check_distinct(given, "RoPE")
     same = args.check_overlap(given, inputs, "RoPE")
     for other in inputs:
         if not any(other is s for s in same):
