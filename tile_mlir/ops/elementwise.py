@@ -14,13 +14,13 @@ they made (views of their arguments included) and get the output's description b
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from tile_mlir import op_table
-from tile_mlir.dtypes import DTYPES, opmath
+from tile_mlir.dtypes import DTYPES, opmath, promote_types
 from tile_mlir.ops import args, coalesce, kernels, plan, promotion, strategy
 from tile_mlir.ops.args import Array, Scalar, torch_name
 from tile_mlir.ops.plan import Builder, Num, Value
@@ -147,6 +147,7 @@ class Call:
     shape: tuple[int, ...]
     round_to: tuple[str | None, ...]  # per input (see CASTS_NUMBERS)
     what: str
+    common: str = ""  # torch's common dtype of the promoting inputs
 
     def scalar_dtype(self, n: int) -> str:
         """The type the scalar input n is passed in: the compute type, or its own where
@@ -181,7 +182,7 @@ def resolve(op: str, inputs: Sequence[In], result: str | None = None, what: str 
     casts = common in ("f16", "bf16") and row.name in CASTS_NUMBERS
     round_to = tuple(common if casts and i.promotes and i.cast and
                      isinstance(i.operand, Scalar) else None for i in inputs)
-    return Call(row, tuple(inputs), dtype, compute, shape, round_to, what)
+    return Call(row, tuple(inputs), dtype, compute, shape, round_to, what, common)
 
 
 def castable(src: str, dst: str) -> bool:
@@ -219,6 +220,7 @@ def apply(b: Builder, op: str, inputs: Sequence[In], out: Array | None = None, *
     arrays = [i.operand for i in call.inputs if isinstance(i.operand, Array)]
     if arrays:
         b.place(arrays)
+        call = _narrow_zero_dims(b, call)
     if out is None:
         target = b.output(call.shape, call.result)
         _launch(b, call, target, inplace=False)
@@ -238,6 +240,25 @@ def apply(b: Builder, op: str, inputs: Sequence[In], out: Array | None = None, *
         return out
     _launch(b, call, out, inplace=bool(same))
     return out
+
+
+def _narrow_zero_dims(b: Builder, call: Call) -> Call:
+    """torch casts every tensor operand to the common dtype before the op; a 0-d array
+    wider than it (f32 beside an f16 tensor, i64 beside i32, f16 beside bf16: a 0-d
+    tensor does not raise the tensors' dtype) would make the kernel's promotion, which
+    knows no priorities, wider than torch's. Such an operand is cast into a one-element
+    temporary of the common dtype first (the kernel rounds the others: lowering's
+    compute.py)."""
+    inputs = list(call.inputs)
+    for n, given in enumerate(inputs):
+        operand = given.operand
+        if given.promotes and isinstance(operand, Array) and \
+                promote_types(operand.dtype, call.common) != call.common:
+            narrowed = b.temporary(operand.shape, call.common)
+            cast = resolve("cast", [In(operand)], call.common, call.what)
+            _launch(b, cast, narrowed, inplace=False)
+            inputs[n] = replace(given, operand=narrowed)
+    return replace(call, inputs=tuple(inputs)) if inputs != list(call.inputs) else call
 
 
 # ------------------------------------------------------------------ launches
