@@ -1439,9 +1439,9 @@ def _place_out(case: Case, out: Out, backend: Backend, built: Built) -> Any:
 
 LIBRARY_ERRORS = (TypeError, ValueError, NotImplementedError, OverflowError)
 """What the library raises for a call it refuses: TypeError for the kinds and dtypes of
-arguments, ValueError for their shapes and values (ops/dispatch.py), NotImplementedError
-for what it does not support (round's decimals), OverflowError for a number that does not
-fit the dtype. torch raises RuntimeError for most of both, TypeError or ValueError for
+arguments, ValueError for their shapes and values (ops/args.py, the ops' semantics),
+NotImplementedError for what it does not support (round's decimals), OverflowError for a
+number that does not fit the dtype. torch raises RuntimeError for most of both, TypeError or ValueError for
 some, IndexError for a dim out of range: any of those is a refusal of the same call."""
 
 
