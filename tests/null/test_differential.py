@@ -30,8 +30,7 @@ from support import differential, fake_torch
 from support.differential import NULL, Array, Case, draw
 from support.emulated import Device
 
-from tile_mlir.dtypes import DTYPES
-from tile_mlir.ops import _runtime
+from tile_mlir.ops import entry
 
 SEED = differential.run_seed()
 COUNT = differential.case_count(150)
@@ -39,32 +38,17 @@ ONLY = differential.only()
 RAN: dict[str, tuple[int, int, float]] = {}  # family: cases run, kernels, seconds
 
 
-def _forget_plans() -> None:
-    """The fast path keeps launches of kernels bound to one test's pretend device: none
-    may be reused with another's."""
-    fast = sys.modules.get("tile_mlir.ops.fast")
-    clear = getattr(fast, "clear", None)
-    if clear is not None:
-        clear()
-
-
 @pytest.fixture
 def torch(device: Device, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """A stand-in torch whose tensors live on the pretend device; results of calls on
-    its tensors are its tensors (as test_ops_fast.py sets it up)."""
+    """A stand-in torch whose tensors live on the pretend device (as test_ops_fast.py
+    sets it up): the plans' launchers allocate a torch call's outputs with its `empty`,
+    so results of calls on its tensors are its tensors. The plan cache is cleared on
+    both sides: a plan's kernels are bound to one test's pretend device."""
     module = fake_torch.module(device)
     monkeypatch.setitem(sys.modules, "torch", module)
-    empty = _runtime.empty
-
-    def empty_like(shape: Any, dtype: str, like: _runtime.ArrayRef) -> Any:
-        if like.kind == "torch":
-            return module.empty(shape, getattr(module, DTYPES[dtype].numpy))
-        return empty(shape, dtype, like)
-
-    monkeypatch.setattr(_runtime, "empty", empty_like)
-    _forget_plans()
+    entry.clear()
     yield module
-    _forget_plans()
+    entry.clear()
 
 
 @pytest.mark.parametrize("family", NULL.families)

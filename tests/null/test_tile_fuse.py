@@ -15,6 +15,8 @@ must leave alone).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from support.fuse_programs import (
@@ -122,6 +124,34 @@ def test_bf16_rounding_between_steps(rng: np.random.Generator) -> None:
     narrow = run_on_host(lower(program_text(bf16), FUSED), bf16, inputs)
     wide = run_on_host(lower(program_text(f32), FUSED), f32, inputs)
     assert different(narrow, wide).any()
+
+
+def test_mixed_operands_round_to_the_common_type(rng: np.random.Generator) -> None:
+    """(i32 tile + bf16 tile) * f32 scalar into bf16, fused and not: the integers are
+    rounded to bf16 (through f32) before the add, as torch casts tensor operands to the
+    common dtype; the f32 scalar of the last step is not rounded. Odd integers past 2^10,
+    which bf16 rounds: the test can tell. (Per thread in global memory: register tiles
+    take floats only.)"""
+    operands = (Operand("x", "i32", "tile"), Operand("y", "bf16", "tile"),
+                Operand("s", "f32", "scalar"))
+    chain = Chain("threads", operands, (_link("add", ("x", "y"), "bf16"),
+                                        _link("mul", (R(0), "s"), "bf16")))
+    assert elementwise_ops(program_text(chain)) == 1
+    bf16 = DTYPES["bf16"].np_dtype()
+    x = (rng.integers(500, 2000, chain.shape) * 2 + 1).astype(np.int32)
+    y = rng.uniform(-3, 3, chain.shape).astype(bf16)
+    inputs: dict[str, Any] = {"x": x, "y": y, "s": 1.3}
+    fused = run_on_host(lower(program_text(chain), FUSED), chain, inputs)
+    unfused = run_on_host(lower(program_text(chain), UNFUSED), chain, inputs)
+    assert not different(fused, unfused).any()
+
+    def expected(first: np.ndarray) -> np.ndarray:
+        total = (first.astype(np.float32) + y.astype(np.float32)).astype(bf16)
+        return np.asarray((total.astype(np.float32) * np.float32(1.3)).astype(bf16))
+
+    rounded = expected(x.astype(np.float32).astype(bf16))
+    assert not different(fused, rounded).any()
+    assert different(rounded, expected(x)).any()  # the rounding shows
 
 
 INDEXED = """gpu.module @kernels {

@@ -968,7 +968,8 @@ def _hardtanh_bounds(rng: np.random.Generator, case: Case, tier: Tier) -> Case |
 
 
 def _odd_gate(rng: np.random.Generator, case: Case, tier: Tier) -> Case | None:
-    shape = draw_shape(rng, tier.budget // 2, least=1)
+    # a budget of a fifth: the last dim made at least 2, then 2n + 1, grows it 5 times
+    shape = draw_shape(rng, tier.budget // 5, least=1)
     odd = (*shape[:-1], 2 * max(shape[-1], 2) + 1)  # halves of n and n + 1 > 1: no broadcast
     return replace(case, args=(_array(rng, case.dtype, odd),), expect="error",
                    why="an odd last dimension (the halves differ: torch cannot multiply them)")
@@ -1438,9 +1439,9 @@ def _place_out(case: Case, out: Out, backend: Backend, built: Built) -> Any:
 
 LIBRARY_ERRORS = (TypeError, ValueError, NotImplementedError, OverflowError)
 """What the library raises for a call it refuses: TypeError for the kinds and dtypes of
-arguments, ValueError for their shapes and values (ops/dispatch.py), NotImplementedError
-for what it does not support (round's decimals), OverflowError for a number that does not
-fit the dtype. torch raises RuntimeError for most of both, TypeError or ValueError for
+arguments, ValueError for their shapes and values (ops/args.py, the ops' semantics),
+NotImplementedError for what it does not support (round's decimals), OverflowError for a
+number that does not fit the dtype. torch raises RuntimeError for most of both, TypeError or ValueError for
 some, IndexError for a dim out of range: any of those is a refusal of the same call."""
 
 

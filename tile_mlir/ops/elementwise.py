@@ -18,14 +18,14 @@ comes back as one `Call` with `expr` set, planned by `run_call` as any other.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from tile_mlir import op_table
 from tile_mlir.contract import DIVISIBILITY_CAP
-from tile_mlir.dtypes import DTYPES, opmath
+from tile_mlir.dtypes import DTYPES, opmath, promote_types
 from tile_mlir.op_table import fusion
 from tile_mlir.ops import args, coalesce, kernels, plan, promotion, strategy
 from tile_mlir.ops.args import Array, Scalar, torch_name
@@ -157,6 +157,7 @@ class Call:
     round_to: tuple[str | None, ...]  # per input (see CASTS_NUMBERS)
     what: str
     expr: tuple[str, ...] = ()  # a fused expression's steps (fuse.py), in place of the row
+    common: str = ""  # torch's common dtype of the promoting inputs
 
     @property
     def op(self) -> str:
@@ -202,7 +203,7 @@ def resolve(op: str, inputs: Sequence[In], result: str | None = None, what: str 
     casts = common in ("f16", "bf16") and row.name in CASTS_NUMBERS
     round_to = tuple(common if casts and i.promotes and i.cast and
                      isinstance(i.operand, Scalar) else None for i in inputs)
-    return Call(row, tuple(inputs), dtype, compute, shape, round_to, what)
+    return Call(row, tuple(inputs), dtype, compute, shape, round_to, what, common=common)
 
 
 def castable(src: str, dst: str) -> bool:
@@ -213,11 +214,13 @@ def castable(src: str, dst: str) -> bool:
 
 def check_out(out: Array, shape: tuple[int, ...], result: str, arrays: Sequence[Array],
               what: str) -> None:
-    """out= has the result's shape, is on the inputs' device and takes the result's
-    dtype (torch.can_cast); errors name `out`."""
+    """out= has the result's shape, is on the inputs' device, takes the result's dtype
+    (torch.can_cast) and has a location of its own for every element; errors name
+    `out`."""
     if out.shape != tuple(shape):
         raise ValueError(f"{what}: argument '{out.name}' has shape {out.shape}, the result "
                          f"has {tuple(shape)}")
+    args.check_distinct(out, what)
     if arrays and ((out.device is None) != (arrays[0].device is None) or
                    out.device != arrays[0].device):
         where = "the host" if out.device is None else f"cuda:{out.device}"
@@ -255,6 +258,7 @@ def run_call(b: Builder, call: Call, out: Array | None = None) -> Array:
     arrays = [i.operand for i in call.inputs if isinstance(i.operand, Array)]
     if arrays:
         b.place(arrays)
+        call = _narrow_zero_dims(b, call)
     if out is None:
         target = b.output(call.shape, call.result)
         _launch(b, call, target, inplace=False)
@@ -275,6 +279,28 @@ def run_call(b: Builder, call: Call, out: Array | None = None) -> Array:
         return out
     _launch(b, call, out, inplace=bool(same))
     return out
+
+
+def _narrow_zero_dims(b: Builder, call: Call) -> Call:
+    """torch casts every tensor operand to the common dtype before the op; a 0-d array
+    wider than it (f32 beside an f16 tensor, i64 beside i32, f16 beside bf16: a 0-d
+    tensor does not raise the tensors' dtype) would make the kernel's promotion, which
+    knows no priorities, wider than torch's. Such an operand is cast into a one-element
+    temporary of the common dtype first (the kernel rounds the others: lowering's
+    compute.py). A fused call (no common dtype of its own: each step has its own) is
+    left as traced."""
+    if not call.common:
+        return call
+    inputs = list(call.inputs)
+    for n, given in enumerate(inputs):
+        operand = given.operand
+        if given.promotes and isinstance(operand, Array) and \
+                promote_types(operand.dtype, call.common) != call.common:
+            narrowed = b.temporary(operand.shape, call.common)
+            cast = resolve("cast", [In(operand)], call.common, call.what)
+            _launch(b, cast, narrowed, inplace=False)
+            inputs[n] = replace(given, operand=narrowed)
+    return replace(call, inputs=tuple(inputs)) if inputs != list(call.inputs) else call
 
 
 # ------------------------------------------------------------------ launches
