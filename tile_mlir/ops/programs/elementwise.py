@@ -22,6 +22,10 @@ of the run, row or block column, where an `scf.if` takes the dynamic-shape
 tile op instead. With 32-bit indices (when every index stays under 2^31) the
 gpu.module says so in its data layout.
 
+A signature may carry a fused expression (op_table/fusion.py, ops/fuse.py) in place of
+one row: `op` is then "fused" and `expr` its steps, written as the op's `expr`
+attribute; the rest is the same.
+
 An indexed row's (op_table) last input is `INDEX`: not a kernel argument but the
 position of the piece's first element in the whole output's row-major order
 (flat: its start; rows: line * row length + start; blocks: first row * W), so
@@ -85,6 +89,7 @@ class Signature:
     width: int = 0  # blocks: the static innermost size W
     index_bits: int = 64
     inplace: bool = False  # out is also an input: no noalias promises
+    expr: tuple[str, ...] = ()  # op = "fused": its steps, "row(%0, $1) : dtype" each
 
     @property
     def arrays(self) -> list[ArraySpec]:
@@ -230,6 +235,9 @@ class _Kernel:
                    f"stage = {sig.strategy.stage if static else 1} : i64")
         names = ", ".join(name for name, _ in operands)
         types = ", ".join(type_ for _, type_ in operands)
+        if sig.expr:
+            steps = ", ".join(f'"{step}"' for step in sig.expr)
+            options += f", expr = [{steps}]"
         self.w.lines.append(
             f'        "tile.elementwise"({names}) {{op = "{sig.op}", scope = "cta", {options}, '
             f"operandSegmentSizes = array<i32: {', '.join(map(str, segments))}>}} "
@@ -269,7 +277,8 @@ def describe(sig: Signature) -> str:
     ins = ", ".join(i if isinstance(i, str) else array(i) for i in sig.inputs)
     s = sig.strategy
     width = f" W={sig.width}" if sig.mode == "blocks" else ""
-    return (f"tile_mlir.ops {sig.op}: {array(sig.out)} <- ({ins}); {sig.mode}{width}, "
+    op = f"{sig.op} [{'; '.join(sig.expr)}]" if sig.expr else sig.op
+    return (f"tile_mlir.ops {op}: {array(sig.out)} <- ({ins}); {sig.mode}{width}, "
             f"i{sig.index_bits}, {s.threads} threads x {s.rounds} rounds of "
             f"{s.vector_bytes} B, stage {s.stage}")
 
