@@ -113,16 +113,21 @@ def test_a_tile_op_in_custom_form_is_located(tmp_path: Path) -> None:
 # ------------------------------------------------------------ kernels and types
 
 
-@pytest.mark.parametrize("block", [0, -1, 2048])
-def test_block_sizes_cuda_cannot_launch_are_rejected_before_nvvm(tmp_path: Path,
-                                                                 block: int) -> None:
+@pytest.mark.parametrize(("block", "says"), [
+    (0, "with known_block_size = array<i32: 0, 1, 1>, but a block has at least 1 thread"),
+    (-1, "with known_block_size = array<i32: -1, 1, 1>, but a block has at least 1 thread"),
+    (2048, "whose block (2048x1x1) is larger than a CTA can be")])
+def test_block_sizes_cuda_cannot_launch_are_rejected_before_nvvm(tmp_path: Path, block: int,
+                                                                 says: str) -> None:
     path = tmp_path / "in.mlir"
     path.write_text(kernel(block=block))
     assert_located(tile_opt(path, "-p", "tile-to-ptx", "--emit=ptx"), f"{path}:3:5",
-                   "'tile.elementwise' op is in a kernel with known_block_size")
+                   f"'tile.elementwise' op is in a kernel {says}")
     path.write_text(kernel(block=block, body=""))  # no tile op: reported at the kernel
+    at_kernel = says.replace("with known_block_size", "has known_block_size") \
+        .replace("whose block", "has a block").replace(") is larger", ") larger")
     assert_located(tile_opt(path, "-p", "tile-to-ptx", "--emit=ptx"), f"{path}:2:3",
-                   "'gpu.func' op has known_block_size")
+                   f"'gpu.func' op {at_kernel}")
 
 
 @pytest.mark.parametrize(("type_", "where", "message"), [

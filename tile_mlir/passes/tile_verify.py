@@ -564,6 +564,7 @@ def _check_kernels(root: ir.Operation) -> bool:
         errors = check_block(known_block_size(func))
         if errors and not tile_ops(func.operation):
             op_error(func, errors[0].replace("is in a kernel with", "has")
-                     .replace("is in a kernel whose block", "has a block"))
+                     .replace("is in a kernel whose block", "has a block")
+                     .replace(") is larger than", ") larger than"))
             ok = False
     return ok
