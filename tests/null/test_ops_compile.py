@@ -11,13 +11,12 @@ from support.ops_check import Case, prepared, standard_cases
 
 import tile_mlir
 from tile_mlir import op_table
-from tile_mlir.ops import dispatch
 
 LARGE = (256, 1 << 14)  # 2^22 elements: the default strategy stages 4 rounds
 
 
 def _ptx(case: Case) -> str:
-    program = tile_mlir.compile(dispatch.text(prepared(case).signature), name=case.id)
+    program = tile_mlir.compile(prepared(case).program.ir(), name=case.id)
     assert program.cubin["ops"][:4] == b"\x7fELF"
     return program.ptx["ops"]
 
@@ -90,10 +89,11 @@ def test_kernel_arguments_follow_the_signature() -> None:
 
 
 def test_the_bias_add_lit_test_shows_the_current_program() -> None:
-    """lit-tests/ops-bias-add.mlir holds what program.py makes for a bias add."""
+    """lit-tests/ops-bias-add.mlir holds what programs/elementwise.py makes for a bias
+    add."""
     from pathlib import Path
 
     lit = Path(__file__).resolve().parents[2] / "lit-tests" / "ops-bias-add.mlir"
     program = lit.read_text().split("module attributes", 1)[1]
     case = Case("add", "bf16", ((16 * 4096, 4096), (4096,)))
-    assert dispatch.text(prepared(case).signature).endswith("module attributes" + program)
+    assert prepared(case).program.ir().endswith("module attributes" + program)

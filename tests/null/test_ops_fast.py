@@ -1,50 +1,57 @@
-"""null tier: the fast path (ops/fast.py) with tensors of a stand-in torch on the pretend
-device: a repeated call skips resolving and preparing, and still computes the right thing
-with its own pointers and numbers; anything new or unsafe takes the full path."""
+"""null tier: the plan cache and the generated launchers (entry.py, plan.py).
+
+With a stand-in torch on the pretend device: a call like an earlier one takes its plan
+(the full path is not run), and still computes the right thing with its own pointers
+and numbers; a new alignment, shape or stride plans again; out= that overlaps is refused
+every time, in place works every time; another thread runs a copy of the launcher.
+
+With a lean torch (attributes where torch has C getters) and the fake driver
+(support/fakes.py): the Python function calls of one call of a planned op, counted with
+cProfile, against a bound, so that a slower fast path shows without a GPU; and the
+parameters the driver reads are this call's pointers and numbers.
+"""
 
 from __future__ import annotations
 
+import cProfile
+import pstats
 import sys
-from collections.abc import Iterator
+import threading
+import types
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 from support import fake_torch
 from support.emulated import Device
+from support.fakes import FakeDriver, lean_torch
 
 from tile_mlir import ops
-from tile_mlir.dtypes import DTYPES
-from tile_mlir.ops import _runtime, dispatch, fast
+from tile_mlir.ops import args, entry, kernels
+from tile_mlir.ops.programs import KernelProgram
+from tile_mlir.runtime.spec import KernelSpec, Param
 
 
 @pytest.fixture
 def torch(device: Device, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     module = fake_torch.module(device)
     monkeypatch.setitem(sys.modules, "torch", module)
-    empty = _runtime.empty
-
-    def empty_like(shape: Any, dtype: str, like: _runtime.ArrayRef) -> Any:
-        if like.kind == "torch":
-            return module.empty(shape, getattr(module, DTYPES[dtype].numpy))
-        return empty(shape, dtype, like)
-
-    monkeypatch.setattr(_runtime, "empty", empty_like)
-    fast.clear()
+    entry.clear()
     yield module
-    fast.clear()
+    entry.clear()
 
 
-def _only_fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From here on the full path fails the test: what runs must be the fast path."""
-    monkeypatch.setattr(dispatch, "resolve", lambda *a, **k: pytest.fail("took the full path"))
+def _only_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From here on the full path fails the test: what runs must be a plan."""
+    monkeypatch.setattr(entry, "full", lambda *a, **k: pytest.fail("took the full path"))
 
 
-def test_repeated_calls_take_the_fast_path(torch: Any, rng: np.random.Generator,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_repeated_calls_take_the_plan(torch: Any, rng: np.random.Generator,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
     x, y = rng.standard_normal((2, 3, 1000)).astype(np.float32)
     np.testing.assert_array_equal(ops.add(torch.tensor(x), torch.tensor(y)).numpy(), x + y)
-    _only_fast(monkeypatch)
+    _only_plans(monkeypatch)
     for _ in range(3):
         a, b = rng.standard_normal((2, 3, 1000)).astype(np.float32)
         np.testing.assert_array_equal(ops.add(torch.tensor(a), torch.tensor(b)).numpy(), a + b)
@@ -56,13 +63,18 @@ def test_numbers_change_between_calls(torch: Any, rng: np.random.Generator,
     i = rng.integers(-9, 9, 50).astype(np.int32)
     ops.mul(torch.tensor(x), 2.0)
     ops.add(torch.tensor(i), 1)
-    _only_fast(monkeypatch)
+    ops.leaky_relu(torch.tensor(x), 0.1)
+    _only_plans(monkeypatch)
     for s in (3.0, -0.5, 1e-3):
         got = ops.mul(torch.tensor(x), s).numpy()
         np.testing.assert_array_equal(got, (x.astype(np.float32) * np.float32(s)).astype(
             np.float16))
+        got = ops.leaky_relu(torch.tensor(x), s).numpy()
+        wide = x.astype(np.float32)
+        np.testing.assert_array_equal(got, np.where(wide > 0, wide, wide * np.float32(s))
+                                      .astype(np.float16))
     with pytest.raises(OverflowError, match="argument 'other'"):
-        ops.add(torch.tensor(i), 1 << 40)
+        ops.add(torch.tensor(i), 1 << 40)  # checked by the plan, every call
 
 
 def test_in_place_and_overlap(torch: Any, rng: np.random.Generator) -> None:
@@ -74,19 +86,24 @@ def test_in_place_and_overlap(torch: Any, rng: np.random.Generator) -> None:
     a = torch.tensor(np.arange(20, dtype=np.float32))
     front = fake_torch.Tensor(a.array.view((19,), (1,)), {"float32": torch.float32})
     shifted = fake_torch.Tensor(a.array.view((19,), (1,), offset=1), {"float32": torch.float32})
-    for _ in range(2):  # refused by the full path, and not taken from a plan either
-        with pytest.raises(ValueError, match="overlaps"):
+    for _ in range(2):  # refused by the full path, and by the plan's check after
+        with pytest.raises(ValueError, match="argument 'out' overlaps argument 'input'"):
             ops.neg(front, out=shifted)
+    apart = torch.tensor(np.arange(40, dtype=np.float32))
+    ops.neg(fake_torch.Tensor(apart.array.view((19,), (1,)), {"float32": torch.float32}),
+            out=fake_torch.Tensor(apart.array.view((19,), (1,), offset=20),
+                                  {"float32": torch.float32}))
+    np.testing.assert_array_equal(apart.numpy()[20:39], -np.arange(19, dtype=np.float32))
 
 
-def test_new_alignment_or_shape_prepares_again(torch: Any, rng: np.random.Generator) -> None:
+def test_new_alignment_or_shape_plans_again(torch: Any, rng: np.random.Generator) -> None:
     x = rng.standard_normal(1001).astype(np.float32)
     ops.exp(torch.tensor(x))
     misaligned = ops.exp(torch.tensor(x, offset=1)).numpy()
     np.testing.assert_allclose(misaligned, np.exp(x), rtol=1e-6)
     other = rng.standard_normal(999).astype(np.float32)
     np.testing.assert_allclose(ops.exp(torch.tensor(other)).numpy(), np.exp(other), rtol=1e-6)
-    assert len(fast._PLANS) == 3
+    assert len(entry.PLANS) == 3
 
 
 def test_a_0d_cpu_tensor_is_a_number(torch: Any, rng: np.random.Generator) -> None:
@@ -98,3 +115,153 @@ def test_a_0d_cpu_tensor_is_a_number(torch: Any, rng: np.random.Generator) -> No
     assert got.dtype == np.float16
     np.testing.assert_array_equal(got, (x.astype(np.float32) * np.float32(0.5)).astype(
         np.float16))
+
+
+def test_another_thread_runs_its_own_copy(torch: Any, rng: np.random.Generator) -> None:
+    """A plan's parameter buffers belong to the thread that made it; another thread's call
+    gets buffers of its own (and the right result)."""
+    x, y = rng.standard_normal((2, 2000)).astype(np.float32)
+    ops.add(torch.tensor(x), torch.tensor(y))
+    results: list[np.ndarray] = []
+    worker = threading.Thread(target=lambda: results.append(
+        ops.add(torch.tensor(y), torch.tensor(x), alpha=1).numpy()))
+    worker.start()
+    worker.join()
+    np.testing.assert_array_equal(results[0], x + y)
+    np.testing.assert_array_equal(ops.add(torch.tensor(x), torch.tensor(x)).numpy(), x + x)
+
+
+def test_dropout_and_rope_plans(torch: Any, rng: np.random.Generator,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generator's state moves per call through the plan; RoPE's cache is the plan's."""
+    x = rng.standard_normal((5, 64)).astype(np.float32)
+    ops.manual_seed(3)
+    first = ops.dropout(torch.tensor(x), 0.5).numpy()
+    _only_plans(monkeypatch)
+    second = ops.dropout(torch.tensor(x), 0.5).numpy()
+    assert ops.get_rng_state() == (3, 2 * 80)
+    assert not np.array_equal(first, second)
+    ops.set_rng_state((3, 80))
+    np.testing.assert_array_equal(ops.dropout(torch.tensor(x), 0.5).numpy(), second)
+    with pytest.raises(ValueError, match="argument 'p'"):
+        ops.dropout(torch.tensor(x), 1.5)
+
+
+# ------------------------------------------------------------------ call counts
+
+
+def _spec(program: KernelProgram) -> KernelSpec:
+    params = tuple(Param(f"a{n}", "memref" if kind == "ptr" else "scalar",
+                         "i64" if kind == "ptr" else kind)
+                   for n, kind in enumerate(program.params()))
+    return KernelSpec(program.name, "ops", params, (program.threads, 1, 1))
+
+
+@pytest.fixture
+def lean(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[FakeDriver]]]:
+    """A lean torch, and kernels that launch on fake drivers (one per kernel)."""
+    torch = lean_torch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    drivers: list[FakeDriver] = []
+
+    def load(program: KernelProgram, device: int) -> kernels.Loaded:
+        driver = FakeDriver(_spec(program))
+        drivers.append(driver)
+        return kernels.Loaded(object(), kernels.ctypes_of(program), driver.cuLaunchKernel,
+                              (program.threads, 1, 1), device, program.name)
+
+    monkeypatch.setattr(kernels, "load", load)
+    monkeypatch.setattr(kernels, "chip", lambda device: None)
+    monkeypatch.setattr(args, "from_host", lambda host, like: torch.empty(
+        host.shape, getattr(torch, host.dtype.name)))
+    entry.clear()
+    kernels.clear()
+    yield torch, drivers
+    entry.clear()
+    kernels.clear()
+
+
+def _calls(function: Any) -> int:
+    """Python function calls (builtins included) of one call, not counting those the fakes
+    make inside themselves (a fake counts as the one call torch's C function would), nor
+    the lambda that makes the call."""
+    profile = cProfile.Profile()
+    profile.enable()
+    function()
+    profile.disable()
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    total = 0
+    for (filename, _, name), (_, _, _, _, callers) in stats.items():
+        if name == "<method 'disable' of '_lsprof.Profiler' objects>" or \
+                (filename.endswith("test_ops_fast.py") and name == "<lambda>"):
+            continue
+        total += sum(counts[0] for (caller_file, _, _), counts in callers.items()
+                     if not caller_file.endswith("fakes.py"))
+    return total
+
+
+def _tensor(torch: Any, shape: tuple[int, ...], dtype: str = "float32", at: int = 1 << 36,
+            strides: tuple[int, ...] | None = None) -> Any:
+    return torch.Tensor(shape, getattr(torch, dtype), at, strides, torch.lean_device)
+
+
+BOUNDS = {"add": 12, "add_out": 12, "sum": 10, "rope_neox": 16, "dropout": 16}
+"""Calls per call at most (measured: add 10, add out= 10, sum 8, rope_neox 14, dropout 14)."""
+
+
+def test_python_calls_per_call(lean: tuple[Any, list[FakeDriver]]) -> None:
+    torch, drivers = lean
+    a, b, c = (_tensor(torch, (4096,), at=(n + 1) << 36) for n in range(3))
+    x = _tensor(torch, (64, 1000))
+    q, k = _tensor(torch, (7, 8, 64), "bfloat16"), _tensor(torch, (7, 2, 64), "bfloat16")
+    positions = _tensor(torch, (7,), "int64")
+    calls: dict[str, Callable[[], Any]] = {"add": lambda: ops.add(a, b), "add_out": lambda: ops.add(a, b, out=c),
+             "sum": lambda: ops.sum(x, dim=-1),
+             "rope_neox": lambda: ops.rope_neox(q, k, positions, max_position=64),
+             "dropout": lambda: ops.dropout(x, 0.1)}
+    counted = {}
+    for name, call in calls.items():
+        call()  # plans (and loads)
+        call()
+        counted[name] = _calls(call)
+    print("Python calls per call:", counted)
+    assert all(counted[name] <= bound for name, bound in BOUNDS.items()), counted
+    launch = drivers[0].launches[-1]  # add's: this call's pointers in the parameters
+    assert launch.stream == 0x5000 and launch.grid == (8, 1, 1)
+    assert a.pointer in launch.values and b.pointer in launch.values
+
+
+def test_misaligned_input_passes_an_aligned_base(lean: tuple[Any, list[FakeDriver]]) -> None:
+    torch, drivers = lean
+    x = _tensor(torch, (1000,), at=(1 << 36) + 8)  # 8 bytes past a 16-byte boundary
+    ops.exp(x)
+    values = drivers[-1].launches[-1].values
+    assert (1 << 36) in values and values[-1] == 2  # base, and an element offset of 2
+
+
+# ------------------------------------------------------------------ CUDA graphs
+
+
+def test_a_first_call_under_capture_is_refused(torch: Any, rng: np.random.Generator,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """While torch captures a CUDA graph, a call that would compile or load a kernel (the
+    first of its kind) raises CaptureError, naming the warm-up; after a warm-up call the
+    same call runs from its plan (no load, no sync, no copy), and a new plan whose kernel
+    is loaded already may be made under capture too."""
+    capturing = [False]
+    torch.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: capturing[0])
+    kernels.clear()
+    x, y = rng.standard_normal((2, 600)).astype(np.float32)
+    capturing[0] = True
+    with pytest.raises(kernels.CaptureError, match="warm-up"):
+        ops.add(torch.tensor(x), torch.tensor(y))
+    capturing[0] = False
+    ops.add(torch.tensor(x), torch.tensor(y))  # the warm-up
+    capturing[0] = True
+    np.testing.assert_array_equal(ops.add(torch.tensor(x), torch.tensor(y)).numpy(), x + y)
+    out = torch.tensor(np.zeros(600, np.float32))
+    np.testing.assert_array_equal(ops.add(torch.tensor(x), torch.tensor(y), out=out).numpy(),
+                                  x + y)  # a new plan (out=), the same kernel: allowed
+    with pytest.raises(kernels.CaptureError):
+        ops.rope_neox(torch.tensor(np.zeros((2, 1, 8), np.float32)), None,
+                      torch.tensor(np.zeros(2, np.int64)), max_position=4)

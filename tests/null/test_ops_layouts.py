@@ -19,8 +19,8 @@ import pytest
 from support.emulated import Device, EmuArray
 
 from tile_mlir import ops
-from tile_mlir.ops import layout, strategy
-from tile_mlir.ops.program import Strategy
+from tile_mlir.ops import coalesce, strategy
+from tile_mlir.ops.programs.elementwise import Strategy
 
 
 def _normal(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any = np.float32
@@ -114,7 +114,7 @@ def test_empty_one_element_and_zero_dim(device: Device, rng: np.random.Generator
 def test_64_bit_indices(device: Device, rng: np.random.Generator,
                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Kernels with 64-bit index math (forced here; arrays past 2^31 get them)."""
-    monkeypatch.setattr(layout, "fits_32_bits", lambda *args: False)
+    monkeypatch.setattr(coalesce, "fits_32_bits", lambda *args: False)
     x, y = _normal(rng, (3, 1001)), _normal(rng, (1001,))
     _same(ops.add(device.array(x), device.array(y)), x + y)
     assert ", i64," in device.launches[-1]

@@ -309,10 +309,29 @@ def test_bad_arguments_are_named(what: str, kwargs: dict[str, Any], error: type[
         ops.rope_neox(args.pop("query"), args.pop("key"), args.pop("positions"), **args)
 
 
-def test_in_place_is_refused(device: Device, rng: np.random.Generator) -> None:
-    _, _, q_dev, k_dev = _inputs(device, rng, "f32", Shape(2, 2, 2, 16, 16))
+def test_in_place(device: Device, rng: np.random.Generator) -> None:
+    """out= the inputs themselves rotates in place (vLLM's form); any other overlap of an
+    output with an input is refused, naming the output."""
+    q, k, q_dev, k_dev = _inputs(device, rng, "bf16", Shape(3, 2, 1, 32, 16))
+    assert k is not None and k_dev is not None
+    positions = np.array([0, 5, 2])
+    for _ in range(2):  # planned, then from the plan
+        q_dev, k_dev = device.array(q, "bf16"), device.array(k, "bf16")
+        q_out, k_out = ops.rope_neox(q_dev, k_dev, device.array(positions), max_position=8,
+                                     rotary_dim=16, out=(q_dev, k_dev))
+        assert q_out is q_dev and k_out is k_dev
+        cache = ops.rope_cache("neox", rotary_dim=16, like=q_dev, max_position=8,
+                               base=10000.0).numpy()
+        how = How("neox", "bf16", 16)
+        assert _check(q_dev.numpy(), q, cache, positions, how) == ""
+        assert _check(k_dev.numpy(), k, cache, positions, how) == ""
+    shifted = q_dev.view(q_dev.shape, q_dev.strides, offset=1)
     with pytest.raises(ValueError, match="argument 'out\\[0\\]' overlaps argument 'query'"):
-        ops.rope_neox(q_dev, k_dev, device.array(np.array([0, 1])), out=(q_dev, k_dev))
+        ops.rope_neox(q_dev, k_dev, device.array(positions), max_position=8,
+                      out=(shifted, None))
+    with pytest.raises(ValueError, match="argument 'out\\[1\\]'"):
+        ops.rope_neox(q_dev, k_dev, device.array(positions), max_position=8,
+                      out=(device.empty(q.shape, "bf16"), q_dev))
 
 
 def test_variant_parameters_are_checked() -> None:

@@ -73,7 +73,8 @@ def test_a_number_operand_makes_a_custom_op_of_its_own() -> None:
         "lerp_s": "(Tensor input, Tensor end, Scalar weight) -> Tensor",
     }
     assert _schemas(_entry("sum")) == {
-        "sum": "(Tensor x, int[1]? dim=None, bool keepdim=False) -> Tensor"}
+        "sum": "(Tensor input, int[1]? dim=None, bool keepdim=False, ScalarType? dtype=None) "
+               "-> Tensor"}
     assert _schemas(_entry("div"))["div_ts"] == \
         "(Tensor input, Scalar other, str? rounding_mode=None) -> Tensor"
 

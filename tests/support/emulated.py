@@ -3,15 +3,22 @@
 `Device` stands in for device memory: `EmuArray`s are NumPy buffers at made-up
 device addresses, with any shape, strides and offset (so broadcast,
 transposed, sliced and misaligned views are all expressible). The `device`
-fixture points the operator library's runtime glue (ops/_runtime.py) at it:
-arrays are described from it, outputs allocated in it (host arrays copied
-there too), and kernels, still
-compiled from the library's tile programs by the compiler's passes, run in
-the host emulator (host.py) instead of being launched.
+fixture points the operator library's argument layer (ops/args.py) and kernel
+loader (ops/kernels.py) at it: arrays are described from it, outputs allocated in
+it (host arrays copied there too), and kernels run there instead of being
+launched. The plans are the library's own: generated launchers that write the
+kernel's parameters into ctypes buffers and call a launch function; here the
+launch function reads the parameters back from those buffers, as the driver
+would. Elementwise and RoPE kernels, compiled from the library's tile programs by
+the compiler's passes, run in the host emulator (host.py); reduction kernels use
+shuffles and barriers the emulator cannot run, so their launches run a NumPy model
+of the program's signature (the view, strides, offset and stages the plan gave it),
+and the gpu tier runs the kernels themselves.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -20,14 +27,19 @@ import pytest
 
 from support.host import CARRIERS, Buffer, dtype_of, run
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.ops import _runtime, dispatch
-from tile_mlir.ops._runtime import ArrayRef
+from tile_mlir.ops import args, entry, kernels, rope
+from tile_mlir.ops.args import Array
+from tile_mlir.ops.programs import KernelProgram
+from tile_mlir.ops.programs.reduction import ReductionProgram
 
 _BY_NUMPY = {d.numpy: name for name, d in DTYPES.items()}
 
 
 class EmuArray:
-    """A strided view of a buffer of the pretend device."""
+    """A strided view of a buffer of the pretend device (`device`: the CUDA ordinal it
+    claims, for tests of arrays on two devices)."""
+
+    device = 0
 
     def __init__(self, buffer: Buffer, dtype: str, shape: Sequence[int],
                  strides: Sequence[int], offset: int = 0):
@@ -49,10 +61,13 @@ class EmuArray:
 
     def view(self, shape: Sequence[int], strides: Sequence[int], offset: int = 0) -> EmuArray:
         """Another view of the same memory (offset counts from this view's start)."""
-        return EmuArray(self.buffer, self.dtype, shape, strides, self.offset + offset)
+        view = EmuArray(self.buffer, self.dtype, shape, strides, self.offset + offset)
+        view.device = self.device
+        return view
 
-    def ref(self) -> ArrayRef:
-        return ArrayRef(self, "cai", self.dtype, self.shape, self.strides, self.pointer, 0)
+    def ref(self, name: str = "array") -> Array:
+        return Array(name, "cai", self.dtype, self.shape, self.strides, self.pointer,
+                     self.device, self)
 
 
 class Device:
@@ -91,30 +106,89 @@ class Device:
 
 
 class _Kernel:
-    def __init__(self, device: Device, text: str):
-        self.device, self.text = device, text
+    """A program's kernel on the pretend device: `launch` has cuLaunchKernel's signature
+    and reads the arguments from the parameter buffers the plan wrote."""
 
-    def __call__(self, *args: Any, grid: Sequence[int], block: Sequence[int],
-                 stream: int) -> None:
+    def __init__(self, device: Device, program: KernelProgram):
+        self.device, self.program = device, program
+        self.text = program.ir()
+        self.types = kernels.ctypes_of(program)
+
+    def launch(self, function: Any, gx: int, gy: int, gz: int, bx: int, by: int,  # noqa: PLR0917 - the driver's signature
+               bz: int, shared: int, stream: int, params: int, extra: int) -> tuple[int]:
+        pointers = (ctypes.c_void_p * max(len(self.types), 1)).from_address(params)
+        values = [t.from_address(pointers[i]).value for i, t in enumerate(self.types)]
         self.device.launches.append(self.text)
-        run(self.text, grid[0], args, self.device.buffers)
+        if isinstance(self.program, ReductionProgram):
+            reduce_model(self.program, values, self.device.buffers)
+        else:
+            run(self.text, gx, values, self.device.buffers)
+        return (0,)
+
+    def loaded(self) -> kernels.Loaded:
+        return kernels.Loaded(None, self.types, self.launch, (self.program.threads, 1, 1), 0,
+                              self.program.name)
+
+
+def _buffer(buffers: Sequence[Buffer], pointer: int) -> Buffer:
+    return next(b for b in buffers
+                if b.address <= pointer < b.address + max(b.array.nbytes, 1) + 16)
+
+
+def reduce_model(program: ReductionProgram, values: Sequence[Any],
+                 buffers: Sequence[Buffer]) -> None:
+    """What a reduction stage's kernel computes, in float64 NumPy: read the source view
+    the arguments describe (pointer, strides, offset), reduce each chunk of R, scale,
+    write [A, chunks, B] in dst's type."""
+    stage = program.stage
+    given = dict(zip(program.roles(), values, strict=True))
+    strides = [int(s) if not s.startswith("?") else int(given[("stride", d)])
+               for d, s in enumerate(stage.source_strides())]
+    sizes = [stage.a, stage.r] + ([stage.b] if not stage.rows else [])
+    source = _buffer(buffers, given[("x", 0)])
+    itemsize = source.array.dtype.itemsize
+    base = (given[("x", 0)] - source.address) // itemsize + int(given.get(("offset", 0), 0))
+    index = np.full(sizes, base, np.int64)
+    for dim, (size, stride) in enumerate(zip(sizes, strides, strict=True)):
+        shape = [1] * len(sizes)
+        shape[dim] = size
+        index = index + np.arange(size).reshape(shape) * stride
+    data = source.array[index].astype(np.float64)
+    if stage.rows:
+        data = data[..., None]
+    data = data.reshape(stage.a, stage.chunks, stage.r // stage.chunks, stage.b)
+    reduce: dict[str, Any] = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
+    reduced = reduce[stage.kind](data, axis=2)
+    if stage.scale is not None:
+        reduced = reduced * stage.scale
+    target = _buffer(buffers, given[("y", 0)])
+    start = (given[("y", 0)] - target.address) // target.array.dtype.itemsize
+    flat = reduced.reshape(-1).astype(dtype_of(stage.dst))
+    target.array[start:start + flat.size] = flat
 
 
 @pytest.fixture
 def device(monkeypatch: pytest.MonkeyPatch) -> Iterator[Device]:
     """The operator library, running on the pretend device."""
     emu = Device()
-    describe = _runtime.describe
+    describe = args.describe
 
-    def describe_emu(obj: Any, where: str) -> ArrayRef | None:
-        return obj.ref() if isinstance(obj, EmuArray) else describe(obj, where)
+    def describe_emu(obj: Any, name: str) -> Array | None:
+        return obj.ref(name) if isinstance(obj, EmuArray) else describe(obj, name)
 
-    def empty(shape: Sequence[int], dtype: str, like: ArrayRef) -> Any:
+    def allocate(shape: Sequence[int], dtype: str, kind: str, device: int) -> Any:
         return emu.empty(shape, dtype)
 
-    monkeypatch.setattr(_runtime, "describe", describe_emu)
-    monkeypatch.setattr(_runtime, "empty", empty)
-    monkeypatch.setattr(_runtime, "from_host", lambda values, like: emu.array(values))
-    monkeypatch.setattr(_runtime, "kernel", lambda text, device: _Kernel(emu, text))
-    monkeypatch.setattr(dispatch, "_chip", lambda device: None)
+    monkeypatch.setattr(args, "describe", describe_emu)
+    monkeypatch.setattr(args, "allocate", allocate)
+    monkeypatch.setattr(args, "to_device", lambda values, device=0: emu.array(values))
+    monkeypatch.setattr(args, "from_host", lambda values, like: values if like.kind == "numpy"
+                        else emu.array(values))
+    monkeypatch.setattr(rope, "_on_device", {})  # caches placed on another test's device
+    monkeypatch.setattr(kernels, "load", lambda program, device: _Kernel(emu, program).loaded())
+    monkeypatch.setattr(kernels, "chip", lambda device: None)
+    entry.clear()
+    kernels.clear()
     yield emu
+    entry.clear()
+    kernels.clear()

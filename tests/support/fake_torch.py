@@ -48,6 +48,15 @@ class Tensor:
     def numel(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
+    def is_contiguous(self) -> bool:
+        expected = tuple(int(np.prod(self.shape[i + 1:], dtype=np.int64))
+                         for i in range(len(self.shape)))
+        return all(s == e for s, e, d in zip(self.stride(), expected, self.shape, strict=True)
+                   if d != 1)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
     def numpy(self) -> np.ndarray:
         return self.array.numpy()
 

@@ -10,9 +10,10 @@ current raw stream).
 from __future__ import annotations
 
 import ctypes
+import math
 import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from cuda.bindings.driver import CUresult
 
@@ -76,6 +77,10 @@ class FakeTensor:
     def is_contiguous(self) -> bool:
         return self._contiguous
 
+    def stride(self) -> tuple[int, ...]:
+        dense = _row_major(self.shape)
+        return dense if self._contiguous else tuple(2 * s for s in dense)
+
     def data_ptr(self) -> int:
         return self._pointer
 
@@ -94,4 +99,65 @@ def fake_torch() -> types.ModuleType:
         return FakeTensor(tuple(shape), dtype, 0x9000, int(device.split(":")[1]))
 
     torch.empty = empty  # type: ignore[attr-defined]
+    return torch
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
+
+
+class LeanDevice(NamedTuple):
+    """torch.device: hashed and compared by value in C (no Python call), as torch's."""
+
+    type: str
+    index: int  # type: ignore[assignment] # torch.device's name (tuple has a method of it)
+
+
+class LeanTensor:
+    """A CUDA tensor as the library's fast path sees torch's: dtype, shape, device are
+    plain attributes (torch's are C getters, which no profiler counts as calls),
+    data_ptr() and stride() methods (one call each, as torch's C methods)."""
+
+    is_cuda = True
+
+    def __init__(self, shape: tuple[int, ...], dtype: FakeDtype, pointer: int,
+                 strides: tuple[int, ...] | None = None, device: Any = None):
+        self.shape, self.dtype, self.pointer = shape, dtype, pointer
+        self.strides = strides if strides is not None else _row_major(shape)
+        self.device = device
+
+    def data_ptr(self) -> int:
+        return self.pointer
+
+    def stride(self) -> tuple[int, ...]:
+        return self.strides
+
+    def get_device(self) -> int:
+        return 0
+
+    def is_contiguous(self) -> bool:
+        return self.strides == _row_major(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+
+def lean_torch() -> types.ModuleType:
+    """A `torch` of LeanTensors: empty() hands out a fresh tensor at a new 256-byte aligned
+    address (one call, as torch.empty's), the current raw stream is 0x5000."""
+    torch = types.ModuleType("torch")
+    torch.Tensor = LeanTensor  # type: ignore[attr-defined]
+    for name in ("float32", "float16", "bfloat16", "int32", "int64", "bool", "float8_e4m3fn",
+                 "float8_e5m2"):
+        setattr(torch, name, FakeDtype(name))
+    device = LeanDevice("cuda", 0)
+    addresses = iter(range(1 << 40, 1 << 48, 1 << 20))
+
+    def empty(shape: tuple[int, ...], dtype: FakeDtype, device: Any = device) -> LeanTensor:
+        return LeanTensor(tuple(shape), dtype, next(addresses), None, device)
+
+    torch.empty = empty  # type: ignore[attr-defined]
+    torch.lean_device = device  # type: ignore[attr-defined]
+    torch._C = types.SimpleNamespace(  # type: ignore[attr-defined]
+        _cuda_getCurrentRawStream=lambda index: 0x5000)
     return torch

@@ -242,8 +242,8 @@ def _api_form(case: Case, args: list[Any], converted: list[Any], compute: str) -
 
 def _cast_number(case: Case, position: int, value: Any) -> Any:
     """A Python number as the kernel sees it: cast to f16/bf16 first for the ops whose
-    torch kernels do so (dispatch.CASTS_NUMBERS)."""
-    from tile_mlir.ops.dispatch import CASTS_NUMBERS
+    torch kernels do so (elementwise.CASTS_NUMBERS)."""
+    from tile_mlir.ops.elementwise import CASTS_NUMBERS
 
     op = "pow_scalar" if case.op == "pow" else case.op
     if op not in CASTS_NUMBERS or case.dtype not in ("f16", "bf16") or \
@@ -347,30 +347,57 @@ def compare(case: Case, got: np.ndarray, want: np.ndarray) -> Report:
 # --------------------------------------------------------------- signatures
 
 
-def prepared(case: Case, rng: np.random.Generator | None = None) -> Any:
-    """The launch the library prepares for a case (dispatch.Prepared), from made-up
-    arrays: the kernel's signature, arguments and grid, with no memory behind them."""
-    from tile_mlir.ops import activations, dispatch, layout
-    from tile_mlir.ops._runtime import ArrayRef
+@dataclass(frozen=True)
+class Prepared:
+    """A case's launch as the library plans it: the kernel's program, its arguments
+    (pointers and numbers as this call's values) and its grid."""
+
+    program: Any
+    args: list[Any]
+    grid: int
+
+    @property
+    def signature(self) -> Any:
+        return self.program.sig
+
+
+def prepared(case: Case, rng: np.random.Generator | None = None) -> Prepared:
+    """The launch the library plans for a case, from made-up arrays: the kernel's
+    program (signature), arguments and grid, with no memory behind them."""
+    from tile_mlir.ops import activations, plan
+    from tile_mlir.ops import args as library_args
+    from tile_mlir.ops.elementwise import In, apply
 
     rng = rng or np.random.default_rng(0)
-    args = []
+    builder = plan.Builder(case.op, ())
+    inputs: list[Any] = []
+    pointers: dict[str, int] = {}
+    numbers: dict[str, Any] = {}
     for n, shape in enumerate(case.shapes):
         if shape is None:
-            args.append(dispatch.Arg(f"x{n}", scalar(case, n, rng), promotes=False))
+            numbers[f"x{n}"] = scalar(case, n, rng)
+            inputs.append(In(library_args.classify(numbers[f"x{n}"], f"x{n}"), promotes=False))
             continue
         dtype = "bool" if n in case.row.keep else case.dtype
-        ref = ArrayRef(None, "cai", dtype, shape, layout.contiguous_strides(shape),
-                       (n + 1) << 32, 0)
-        args.append(dispatch.Arg(f"x{n}", ref, promotes=n not in case.row.keep))
+        pointers[f"_p_x{n}"] = (n + 1) << 32
+        array = library_args.Array(f"x{n}", "cai", dtype, shape, library_args.row_major(shape),
+                                   (n + 1) << 32, 0, None, f"_p_x{n}")
+        inputs.append(In(array, promotes=n not in case.row.keep))
     if gated(case.op):
-        halves = activations.split_halves(args[0].value, case.op)
-        args = [dispatch.Arg(f"x{n}", half) for n, half in enumerate(halves)]
+        halves = activations.split_halves(inputs[0].operand, case.op)
+        inputs = [In(half) for half in halves]
     elif case.op == "prelu":
-        args[1] = dispatch.Arg("x1", activations.channel_weight(args[0].value, args[1].value))
-    call = dispatch.resolve(case.op, args)
-    out = dispatch.Bound(call.result, layout.contiguous_strides(call.shape), 1 << 40)
-    inputs = [dispatch.Bound(o.dtype, layout.expand_strides(o.shape, o.strides, call.shape),
-                             o.pointer) if isinstance(o, ArrayRef) else o
-              for o in call.operands]
-    return dispatch.prepare(call, out, inputs, None)
+        inputs[1] = In(activations.channel_weight(inputs[0].operand, inputs[1].operand))
+    apply(builder, case.op, inputs)
+    pointers[f"_p_{builder.allocs[0].var}"] = 1 << 40
+    launch = builder.launches[0]
+    names = {**plan.HELPERS, **builder.names}
+
+    def value(v: Any) -> Any:
+        if isinstance(v, plan.Ptr):
+            return pointers[v.root] + v.delta
+        if isinstance(v, plan.Num):
+            return eval(v.expr, names, dict(numbers))
+        return v
+
+    return Prepared(launch.program, [value(v) for v in launch.values], launch.grid[0])

@@ -35,7 +35,7 @@ from support.ops_check import (
 )
 from tile_mlir import op_table, ops
 from tile_mlir.dtypes import DTYPES, FP8
-from tile_mlir.ops import dispatch
+from tile_mlir.ops import kernels
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
@@ -189,12 +189,10 @@ def cases(op: str, dtype: str) -> list[Case]:
     return found
 
 
-def _compile(text: str) -> str:
+def _compile(program: Any) -> str:
     """Compile into the kernel cache; a failure is the test's to report, not the warm-up's."""
-    import tile_mlir
-
     try:
-        tile_mlir.compile(text)
+        kernels.compiled(program)
     except Exception as e:  # noqa: BLE001 - reported by the test that launches it
         return f"{type(e).__name__}: {e}"
     return ""
@@ -211,16 +209,18 @@ def warm_cache(every: list[Case], processes: int | None = None) -> int:
         return 0
     if not kernel_cache.enabled():
         return 0
-    texts = set()
+    programs = {}
     for case in every:
         if all(shape is None or math.prod(shape) for shape in case.shapes):
-            texts.add(dispatch.text(prepared(case).signature))
+            program = prepared(case).program
+            programs[program.request()] = program
     context = multiprocessing.get_context("spawn")  # no fork of a process that holds CUDA
     with context.Pool(processes or os.cpu_count()) as pool:
-        failed = [error for error in pool.map(_compile, sorted(texts), chunksize=2) if error]
+        failed = [error for error in pool.map(_compile, [programs[k] for k in sorted(programs)],
+                                              chunksize=2) if error]
     for error in failed[:3]:
         print(f"warm-up: {error.splitlines()[0]}")
-    return len(texts) - len(failed)
+    return len(programs) - len(failed)
 
 
 def run(case: Case, rng: np.random.Generator) -> Report:

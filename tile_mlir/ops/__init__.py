@@ -14,11 +14,13 @@ every op made of tile programs compiled through the tile passes (and cached).
     f = torch.compile(lambda x: tops.exp(x), fullgraph=True)  # torch.compile
     q, k = ops.rope_neox(query, key, positions)  # RoPE (ops/rope.py)
 
-The elementwise ops are seed 004's family: each is a row of the registry
-(tile_mlir.op_table) and runs as a tile program generated for it
-(ops/program.py); `python -m tile_mlir.ops --list` prints them. Results follow
-torch: type promotion, broadcasting, NaN and Inf behaviour, and the rounding of
-each op (see docs/ops.md for the exceptions).
+Every op runs on one spine: its front-end module says what a call means (promotion,
+broadcasting, shapes, defaults, checks), args.py describes the arguments, the
+programs/ modules write the kernels, plan.py makes each kind of call a generated
+launcher and entry.py finds it again for a call like it (docs/ops.md, "How a call
+runs"). `python -m tile_mlir.ops --list` prints the ops. Results follow torch: type
+promotion, broadcasting, NaN and Inf behaviour, and the rounding of each op (see
+docs/ops.md for the exceptions). Importing the package imports neither MLIR nor torch.
 """
 
 from __future__ import annotations
@@ -51,10 +53,20 @@ from tile_mlir.ops.rope import (
 if TYPE_CHECKING:
     from tile_mlir.ops.torch_library import TorchOps
 
+REDUCTIONS: tuple[op_table.Composite, ...] = tuple(
+    op_table.Composite(name, "reduction", ("f32", "f16", "bf16"), (), summary)
+    for name, summary in (("sum", "the sum over dim (all by default)"),
+                          ("amax", "the maximum over dim, NaN propagating"),
+                          ("amin", "the minimum over dim, NaN propagating"),
+                          ("prod", "the product over dim"),
+                          ("mean", "the mean over dim")))
+"""The reductions, listed beside the registry's ops (tile.reduce kernels, no row)."""
+
 
 def list_ops() -> list[op_table.EwOp | op_table.Composite]:
-    """The library's elementwise ops (registry rows and composites), family by family."""
-    return op_table.library_ops()
+    """Every public op of the library, family by family: the registry's elementwise
+    ops and composites, then the reductions."""
+    return [*op_table.library_ops(), *REDUCTIONS]
 
 
 def torch_ops() -> TorchOps:

@@ -28,8 +28,11 @@ from typing import Any
 
 from tile_mlir import op_table
 from tile_mlir.dtypes import DTYPES, opmath
-from tile_mlir.ops import _runtime, dispatch, promotion
-from tile_mlir.ops.dispatch import Arg, Call, Index, Scalar
+from tile_mlir.ops import args, entry, plan, promotion
+from tile_mlir.ops.args import Array, Scalar
+from tile_mlir.ops.elementwise import In, Index, apply
+from tile_mlir.ops.functions import run
+from tile_mlir.ops.plan import Builder
 
 __all__ = ["alibi", "dropout", "get_rng_state", "manual_seed", "set_rng_state", "sinusoidal"]
 
@@ -100,64 +103,130 @@ def _signed(value: int) -> int:
     return value - _U64 if value >= 1 << 63 else value
 
 
-def _probability(p: Any) -> float:
-    if isinstance(p, bool) or not isinstance(p, numbers.Real):
-        raise TypeError(f"dropout: argument 'p' must be a number, got {type(p).__name__}")
-    if not 0.0 <= float(p) < 1.0:
-        raise ValueError(f"dropout: argument 'p' must be in [0, 1), got {p}")
-    return float(p)
+def _p_error(p: Any) -> None:
+    raise ValueError(f"dropout: argument 'p' must be in [0, 1), got {p}")
 
 
-def _array(value: Any, name: str, what: str) -> _runtime.ArrayRef:
-    operand = dispatch.classify(Arg(name, value))
-    if not isinstance(operand, _runtime.ArrayRef):
-        raise TypeError(f"{what}: argument '{name}' must be an array, got "
-                        f"{type(value).__name__}")
-    return operand
+def _u64_error(name: str, value: Any) -> None:
+    raise ValueError(f"dropout: argument '{name}' must be in [0, 2^64), got {value}")
 
 
-def _stream(seed: int, offset: int, threshold: int) -> list[Scalar]:
-    return [Scalar(_signed(seed), "i64", promotion.SCALAR),
-            Scalar(_signed(offset), "i64", promotion.SCALAR),
-            Scalar(threshold, "i64", promotion.SCALAR)]
+def _offset_error() -> None:
+    raise ValueError("dropout: argument 'offset' is for an explicit seed; the library's "
+                     "generator keeps its own (set_rng_state)")
 
 
-def _mask(x: _runtime.ArrayRef, stream: list[Scalar]) -> Any:
-    call = Call(op_table.ELEMENTWISE["dropout_mask"], ["seed", "offset", "threshold", "base"],
-                [*stream, Index()], "bool", "bool", x.shape, (None,) * 4)
-    return dispatch.generate(call, _runtime.empty(x.shape, "bool", x))
+plan.HELPERS.update({"_SIGNED": _signed, "_FLOOR": math.floor, "_P_ERROR": _p_error,
+                     "_U64_ERROR": _u64_error, "_OFFSET_ERROR": _offset_error,
+                     "_TAKE": _GENERATOR.take})
 
 
-def dropout(input: Any, p: float = 0.5, training: bool = True, *,  # noqa: A002 - torch's
-            seed: int | None = None, offset: int = 0, return_mask: bool = False) -> Any:
-    """Zero each element with probability p and scale the rest by 1/(1-p); as
+def _integer(scalar: Scalar, what: str) -> Scalar:
+    if isinstance(scalar.value, bool) or not isinstance(scalar.value, int):
+        raise TypeError(f"{what}: argument '{scalar.name}' must be an int, got "
+                        f"{type(scalar.value).__name__}")
+    return scalar
+
+
+def _i64(b: Builder, name: str, expr: str, value: int) -> In:
+    """A 64-bit number the row keeps in its type, read per call from `expr`."""
+    return In(Scalar(name, _signed(value) if value >= 0 else value, "i64", promotion.SCALAR,
+                     b.derive(expr)), promotes=False, keep="i64")
+
+
+def _stream(b: Builder, p: Scalar, seed: Scalar | None, offset: Scalar, counters: int
+            ) -> list[In]:
+    """The (seed, offset, threshold) inputs: the library generator's state per call, or
+    the given seed and offset (checked per call)."""
+    b.check(f"not 0.0 <= {p.expr} < 1.0", f"_P_ERROR({p.expr})")
+    if not 0.0 <= float(p.value) < 1.0:
+        _p_error(p.value)
+    if seed is None:
+        b.check(f"{offset.expr} != 0", "_OFFSET_ERROR()")
+        if offset.value:
+            _offset_error()
+        state = b.derive(f"_TAKE({counters})")
+        seed_expr, offset_expr, values = f"{state}[0]", f"{state}[1]", (0, 0)
+    else:
+        for given in (seed, offset):
+            b.check(f"not 0 <= {given.expr} < {_U64}", f"_U64_ERROR({given.name!r}, "
+                    f"{given.expr})")
+            if not 0 <= int(given.value) < _U64:
+                _u64_error(given.name, given.value)
+        seed_expr, offset_expr = seed.expr, offset.expr
+        values = (int(seed.value), int(offset.value))
+    threshold = math.floor(float(p.value) * 2.0**32)
+    return [_i64(b, "seed", f"_SIGNED({seed_expr})", values[0]),
+            _i64(b, "offset", f"_SIGNED({offset_expr})", values[1]),
+            _i64(b, "threshold", f"_FLOOR({p.expr} * 4294967296.0)", threshold)]
+
+
+def _mask(b: Builder, x: Array, stream: list[In]) -> str:
+    mask = apply(b, "dropout_mask", [*stream, In(Index(), promotes=False)], result="bool",
+                 shape=x.shape, what="dropout")
+    return b.object_of(mask)
+
+
+def _all_kept(b: Builder, x: Array) -> str:
+    """The mask of training=False: every element kept."""
+    if b.fills:
+        return b.object_of(b.filled(x.shape, "bool", True, "mask"))
+    zero = [In(Scalar(n, 0, "i64", promotion.SCALAR, "0"), promotes=False, keep="i64")
+            for n in ("seed", "offset", "threshold")]
+    return _mask(b, x, zero)
+
+
+def _float_input(input: Any) -> Array:  # noqa: A002
+    if not isinstance(input, Array):
+        raise TypeError(f"dropout: argument 'input' must be an array, got "
+                        f"{type(input).__name__}")
+    if input.dtype not in op_table.ELEMENTWISE["dropout_philox"].dtypes:
+        raise TypeError(f"dropout: argument 'input' must be a float array, got "
+                        f"{DTYPES[input.dtype].numpy}")
+    return input
+
+
+@entry.op({"input": "operand", "p": "number", "seed": "optional", "offset": "number",
+           "out": "out"})
+def dropout(b: Builder, input: Any, p: Any = 0.5, training: bool = True,  # noqa: A002 - torch's
+            inplace: bool = False, *, seed: Any = None, offset: Any = 0,
+            return_mask: bool = False, out: Array | None = None) -> str:
+    """dropout(input, p=0.5, training=True, inplace=False, *, seed=None, offset=0,
+    return_mask=False, out=None) -> Tensor (or (Tensor, mask))
+
+    Zero each element with probability p and scale the rest by 1/(1-p); as
     torch.nn.functional.dropout, with this library's stream (docs/ops.md): element i of
     the input's row-major order is kept when word i % 4 of Philox 4x32-10 at counter
     offset + i // 4 under key `seed` is >= floor(p * 2^32). Without seed= the library's
     generator gives (seed, offset) and moves its offset on by ceil(numel / 4).
     `return_mask=True` returns (result, keep mask as bool). training=False returns the
-    input itself (and an all-true mask)."""
-    x = _array(input, "input", "dropout")
-    if x.dtype not in op_table.ELEMENTWISE["dropout_philox"].dtypes:
-        raise TypeError(f"dropout: argument 'input' must be a float array, got "
-                        f"{DTYPES[x.dtype].numpy}")
-    p = _probability(p)
+    input itself (and an all-true mask). Under CUDA graph capture the (seed, offset) of
+    the captured call are fixed in the graph: every replay draws the same mask (give
+    seed= and offset= per replay through a fresh capture for fresh masks)."""
+    x = _float_input(input)
+    if seed is not None and not isinstance(seed, Scalar):
+        raise TypeError("dropout: argument 'seed' must be an int or None")
+    _integer(offset, "dropout")
+    if seed is not None:
+        _integer(seed, "dropout")
+    target = x if inplace else out
+    if inplace and out is not None:
+        raise ValueError("dropout: give 'inplace=True' or 'out', not both")
     if not training:
-        return (input, _mask(x, _stream(0, 0, 0))) if return_mask else input
-    counters = -(-x.numel // 4)
-    if seed is None:
-        if offset:
-            raise ValueError("dropout: argument 'offset' is for an explicit seed; the "
-                             "library's generator keeps its own (set_rng_state)")
-        seed, offset = _GENERATOR.take(counters)
-    stream = _stream(_u64(seed, "seed"), _u64(offset, "offset"), math.floor(p * 2.0**32))
+        b.check(f"not 0.0 <= {p.expr} < 1.0", f"_P_ERROR({p.expr})")
+        if not 0.0 <= float(p.value) < 1.0:
+            _p_error(p.value)
+        result = "input" if target is None or target is x else run(
+            b, "cast", [In(x)], target, result=target.dtype, what="dropout")
+        return f"({result}, {_all_kept(b, x)})" if return_mask else result
+    stream = _stream(b, p, seed, offset, -(-x.numel // 4))
     compute = opmath(x.dtype)
-    scale = Scalar(1.0 / (1.0 - p), compute, promotion.SCALAR)  # in double, as torch
-    call = Call(op_table.ELEMENTWISE["dropout_philox"],
-                ["input", "scale", "seed", "offset", "threshold", "base"],
-                [x, scale, *stream, Index()], x.dtype, compute, x.shape, (None,) * 6)
-    result = dispatch.run(call)
-    return (result, _mask(x, stream)) if return_mask else result
+    scale = Scalar("scale", 1.0 / (1.0 - float(p.value)), compute, promotion.SCALAR,
+                   b.derive(f"1.0 / (1.0 - {p.expr})"))  # in double, as torch
+    result = run(b, "dropout_philox", [In(x), In(scale, promotes=False), *stream,
+                                       In(Index(), promotes=False)], target, result=x.dtype,
+                 what="dropout")
+    return f"({result}, {_mask(b, x, stream)})" if return_mask else result
 
 
 # ----------------------------------------------------------- position encodings
@@ -172,72 +241,113 @@ def _size(value: Any, name: str, what: str, least: int = 0) -> int:
 
 
 def _dtype_name(dtype: Any, what: str) -> str:
-    """A tile dtype name from a torch dtype, a NumPy dtype or a name (float32, bf16...)."""
-    if dtype is None:
-        return "f32"
-    name = str(dtype).removeprefix("torch.")
-    by_numpy = {d.numpy: n for n, d in DTYPES.items()}
-    found = name if name in DTYPES else by_numpy.get(name)
-    if found is None:
-        try:
-            import numpy as np
-
-            found = by_numpy.get(np.dtype(dtype).name)
-        except TypeError:
-            found = None
-    allowed = op_table.GENERATED
-    if found not in allowed:
-        raise TypeError(f"{what}: argument 'dtype' must be one of "
-                        f"{', '.join(DTYPES[d].numpy for d in allowed)}, got {dtype}")
-    return found
+    """The output's dtype: float32 unless given (a torch dtype, a NumPy dtype or a name)."""
+    return "f32" if dtype is None else args.dtype_of(dtype, "dtype", what, op_table.GENERATED)
 
 
-def _output(shape: tuple[int, ...], dtype: Any, device: Any, like: Any, what: str) -> Any:
-    """An uninitialized output: of `like`'s kind and device, else a torch tensor."""
-    name = _dtype_name(dtype, what)
-    if like is None:
-        return _runtime.empty_torch(shape, name, "cuda" if device is None else device)
-    if device is not None:
+def _current_device() -> int:
+    return int(args.torch_module().cuda.current_device())
+
+
+plan.HELPERS["_CURRENT_DEVICE"] = _current_device
+
+
+def _place(b: Builder, device: Any, like: Any, out: Array | None, what: str) -> None:
+    """Where the output goes: out's, like's kind and device, else a torch tensor on
+    `device` (default "cuda", the current device)."""
+    if device is not None and like is not None:
         raise ValueError(f"{what}: give 'device' or 'like', not both")
-    return _runtime.empty(shape, name, _array(like, "like", what))
+    if out is not None:
+        b.place([out])
+        return
+    if like is not None:
+        if not isinstance(like, Array):
+            raise TypeError(f"{what}: argument 'like' must be an array, got a number")
+        b.place([like])
+        return
+    try:
+        torch = args.torch_module()
+    except KeyError:
+        raise TypeError(f"{what}: without 'like' (or out=) the result is a torch tensor; "
+                        "import torch, or pass like= an array of the kind wanted") from None
+    where = torch.device("cuda" if device is None else device)
+    if where.type != "cuda":
+        raise ValueError(f"{what}: argument 'device' must be a CUDA device, got {device}")
+    index = where.index
+    if index is None:
+        index = _current_device()
+        b.guard(f"_CURRENT_DEVICE() != {index}")
+    b.set_place("torch", index, None)
+    b.device_object = torch.device("cuda", index)
 
 
-def _generate(row: str, shape: tuple[int, ...], scalars: list[Scalar], out: Any) -> Any:
-    names = [*(f"s{n}" for n in range(len(scalars))), "base"]
-    result = _runtime.describe(out, "the output")
-    assert result is not None
-    call = Call(op_table.ELEMENTWISE[row], names, [*scalars, Index()], result.dtype, "f32",
-                shape, (None,) * len(names))
-    return dispatch.generate(call, out)
+def _constant(name: str, value: int | float, dtype: str) -> In:
+    return In(Scalar(name, value, dtype, promotion.SCALAR, repr(value)), promotes=False)
 
 
-def alibi(num_heads: int, seq_len: int, *, dtype: Any = None, device: Any = None,
-          like: Any = None) -> Any:
-    """The ALiBi bias (Press et al.), shape (num_heads, seq_len): bias[h, j] = slope_h * j,
+def _generated(b: Builder, row: str, shape: tuple[int, int], inputs: list[In], *, dtype: Any,
+               out: Array | None, what: str) -> str:
+    result = _dtype_name(dtype, what) if out is None else out.dtype
+    if out is not None and (out.shape != shape or out.dtype not in op_table.GENERATED):
+        raise ValueError(f"{what}: argument 'out' is {args.torch_name(out.dtype)}"
+                         f"{list(out.shape)}, the result {args.torch_name(result)}"
+                         f"{list(shape)}")
+    if out is not None and dtype is not None and _dtype_name(dtype, what) != out.dtype:
+        raise ValueError(f"{what}: argument 'out' is {args.torch_name(out.dtype)}, "
+                         f"argument 'dtype' {dtype}")
+    written = apply(b, row, [*inputs, In(Index(), promotes=False)], out, result=result,
+                    shape=shape, what=what)
+    return b.object_of(written)
+
+
+GENERATOR_ROLES = {"like": "optional", "out": "out"}
+
+
+@entry.op(GENERATOR_ROLES)
+def alibi(b: Builder, num_heads: int, seq_len: int, *, dtype: Any = None, device: Any = None,
+          like: Any = None, out: Array | None = None) -> str:
+    """alibi(num_heads, seq_len, *, dtype=None, device=None, like=None, out=None) -> Tensor
+
+    The ALiBi bias (Press et al.), shape (num_heads, seq_len): bias[h, j] = slope_h * j,
     added to head h's attention scores of key position j (softmax of row i sees the same
     as with -slope_h * (i - j) under a causal mask). Slopes: 2^(-8(h+1)/n) for the
     n = largest power of two <= num_heads heads, then the odd powers 2^(-4(2k+1)/n) of
-    2n heads' base for the rest (the paper's get_slopes, BLOOM's build_alibi_tensor)."""
+    2n heads' base for the rest (the paper's get_slopes, BLOOM's build_alibi_tensor).
+    The result: a torch tensor on `device` (default "cuda"), or of `like`'s kind and
+    device, or out=; float32 unless `dtype`."""
     heads = _size(num_heads, "num_heads", "alibi", 1)
     length = _size(seq_len, "seq_len", "alibi")
-    out = _output((heads, length), dtype, device, like, "alibi")
+    _place(b, device, like, out, "alibi")
     pow2 = 1 << (heads.bit_length() - 1)
-    return _generate("alibi_bias", (heads, length),
-                     [Scalar(length, "i64", promotion.SCALAR),
-                      Scalar(pow2, "i64", promotion.SCALAR)], out)
+    return _generated(b, "alibi_bias", (heads, length),
+                      [_constant("seq_len", length, "i64"), _constant("pow2", pow2, "i64")],
+                      dtype=dtype, out=out, what="alibi")
 
 
-def sinusoidal(positions: int, dim: int, *, base: float = 10000.0, dtype: Any = None,
-               device: Any = None, like: Any = None) -> Any:
-    """The sinusoidal position encoding (Vaswani et al.), shape (positions, dim), sin and
+def _base_error(base: Any) -> None:
+    raise ValueError(f"sinusoidal: argument 'base' must be a positive number, got {base}")
+
+
+plan.HELPERS.update({"_BASE_ERROR": _base_error, "_LOG2": math.log2})
+
+
+@entry.op({**GENERATOR_ROLES, "base": "number"})
+def sinusoidal(b: Builder, positions: int, dim: int, *, base: Any = 10000.0, dtype: Any = None,
+               device: Any = None, like: Any = None, out: Array | None = None) -> str:
+    """sinusoidal(positions, dim, *, base=10000.0, dtype=None, device=None, like=None,
+    out=None) -> Tensor
+
+    The sinusoidal position encoding (Vaswani et al.), shape (positions, dim), sin and
     cos interleaved: PE[p, 2i] = sin(p / base^(2i/dim)), PE[p, 2i+1] = cos(p / base^(2i/dim))
-    (an odd dim ends with a sin column)."""
+    (an odd dim ends with a sin column). Placed as alibi's result is."""
     count = _size(positions, "positions", "sinusoidal")
     width = _size(dim, "dim", "sinusoidal", 1)
-    if isinstance(base, bool) or not isinstance(base, numbers.Real) or \
-            not 0.0 < float(base) < math.inf:
-        raise ValueError(f"sinusoidal: argument 'base' must be a positive number, got {base}")
-    out = _output((count, width), dtype, device, like, "sinusoidal")
-    return _generate("sinusoidal_pe", (count, width),
-                     [Scalar(width, "i64", promotion.SCALAR),
-                      Scalar(math.log2(float(base)), "f64", promotion.SCALAR)], out)
+    if not 0.0 < float(base.value) < math.inf:
+        _base_error(base.value)
+    b.check(f"not 0.0 < {base.expr} < _INF", f"_BASE_ERROR({base.expr})")
+    _place(b, device, like, out, "sinusoidal")
+    log2 = In(Scalar("base", math.log2(float(base.value)), "f64", promotion.SCALAR,
+                     b.derive(f"_LOG2({base.expr})")), promotes=False)
+    return _generated(b, "sinusoidal_pe", (count, width),
+                      [_constant("dim", width, "i64"), log2], dtype=dtype, out=out,
+                      what="sinusoidal")

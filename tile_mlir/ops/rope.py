@@ -17,8 +17,12 @@ parameter set, then rounded to the query's dtype as vLLM holds its cache).
 The functions follow vLLM's RotaryEmbedding (neox, non_neox),
 Llama3RotaryEmbedding (llama31), YaRNScalingRotaryEmbedding (yarn) and
 Phi3LongRoPEScaledRotaryEmbedding (longrope); docs/ops.md lists the
-differences. Results are new arrays (out of place): see rope_program.py for
-what in place would need.
+differences. Results are new arrays, or out=(query_out, key_out); out= the inputs
+themselves rotates in place (through a copy of the inputs: the kernel reads a pair's
+both halves after writing one).
+
+The functions hold the semantics (checks, the cache, the outputs); the launch is the
+spine's (plan.py), the kernel programs/rope.py's.
 """
 
 from __future__ import annotations
@@ -26,16 +30,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from tile_mlir.dtypes import DTYPES, promote_types
-from tile_mlir.ops import _runtime, layout
-from tile_mlir.ops._runtime import ArrayRef
-from tile_mlir.ops.program import ArraySpec
-from tile_mlir.ops.rope_program import Role, RopeSignature, kernel
+from tile_mlir.ops import args, coalesce, entry, kernels
+from tile_mlir.ops.args import Array, torch_name
+from tile_mlir.ops.elementwise import In, apply
+from tile_mlir.ops.plan import Builder, Value
+from tile_mlir.ops.programs.elementwise import ArraySpec
+from tile_mlir.ops.programs.rope import RopeProgram, RopeSignature
 
 __all__ = ["rope_cache", "rope_llama31", "rope_longrope", "rope_neox", "rope_non_neox",
            "rope_yarn"]
@@ -43,7 +49,6 @@ __all__ = ["rope_cache", "rope_llama31", "rope_longrope", "rope_neox", "rope_non
 DTYPES_IN = ("f32", "f16", "bf16")
 """The query/key dtypes (computed in f32)."""
 POSITION_DTYPES = ("i32", "i64")
-ALIGN = 16
 
 # ----------------------------------------------------------------- frequencies
 
@@ -199,7 +204,9 @@ def _frozen(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 def rope_cache(variant: str = "neox", *, rotary_dim: int, like: Any = None,
                dtype: str | None = None, **params: Any) -> Any:
-    """The cos/sin cache of a variant, in vLLM's layout: (rows, rotary_dim), cos of
+    """rope_cache(variant="neox", *, rotary_dim, like=None, dtype=None, **params) -> array
+
+    The cos/sin cache of a variant, in vLLM's layout: (rows, rotary_dim), cos of
     position * inv_freq in the first half of each row, sin in the second (times the
     variant's mscale). Computed in float64 NumPy on the host, once per parameter set.
 
@@ -230,14 +237,20 @@ def rope_cache(variant: str = "neox", *, rotary_dim: int, like: Any = None,
         raise TypeError(f"rope_cache({variant!r}): {e}") from None
     if like is None:
         return table
-    ref = _describe(like, "like")
-    dtype = dtype or ref.dtype
-    key = (variant, frozen, dtype, ref.kind, ref.device)
+    return _placed(variant, frozen, table, args.array(like, "like", "rope_cache"), dtype)
+
+
+def _placed(variant: str, frozen: tuple[tuple[str, Any], ...], table: np.ndarray, like: Array,
+            dtype: str | None) -> Any:
+    """The table in `dtype` of like's kind on like's device, placed once (kept)."""
+    dtype = dtype or like.dtype
+    key = (variant, frozen, dtype, like.kind, like.device)
     placed = _on_device.get(key)
     if placed is None:
+        kernels.check_not_capturing("RoPE's cos/sin cache would be copied to the device")
         with np.errstate(over="ignore"):
             host = table.astype(DTYPES[dtype].np_dtype())
-        placed = _runtime.from_host(host, ref)
+        placed = args.from_host(host, like)
         if len(_on_device) >= _ON_DEVICE_LIMIT:
             _on_device.pop(next(iter(_on_device)))
         _on_device[key] = placed
@@ -245,20 +258,6 @@ def rope_cache(variant: str = "neox", *, rotary_dim: int, like: Any = None,
 
 
 # ------------------------------------------------------------------ arguments
-
-
-def _describe(value: Any, name: str) -> ArrayRef:
-    try:
-        ref = _runtime.describe(value, f"argument '{name}'")
-    except _runtime.UnsupportedArrayError as e:
-        raise TypeError(str(e)) from None
-    if ref is None:
-        raise TypeError(f"argument '{name}' must be an array, got {type(value).__name__}")
-    return ref
-
-
-def _torch_name(dtype: str) -> str:
-    return DTYPES[dtype].numpy
 
 
 @dataclass(frozen=True)
@@ -269,21 +268,19 @@ class _Region:
     rows: int | None  # None: to the cache's end
 
 
-@dataclass(frozen=True)
-class _Inputs:
-    query: ArrayRef
-    key: ArrayRef | None
-    positions: ArrayRef
-    rotary_dim: int
+def _array(value: Any, name: str) -> Array:
+    if not isinstance(value, Array):
+        raise TypeError(f"argument '{name}' must be an array, got a number")
+    return value
 
 
-def _check_qk(query: ArrayRef, key: ArrayRef | None) -> None:
+def _check_qk(query: Array, key: Array | None) -> None:
     if len(query.shape) != 3:
         raise ValueError(f"argument 'query' must be (tokens, heads, head_dim), got shape "
                          f"{query.shape}")
     if query.dtype not in DTYPES_IN:
-        raise TypeError(f"argument 'query' is {_torch_name(query.dtype)}; RoPE takes "
-                        f"{', '.join(_torch_name(d) for d in DTYPES_IN)}")
+        raise TypeError(f"argument 'query' is {torch_name(query.dtype)}; RoPE takes "
+                        f"{', '.join(torch_name(d) for d in DTYPES_IN)}")
     if key is not None:
         if len(key.shape) != 3:
             raise ValueError(f"argument 'key' must be (tokens, key_heads, head_dim), got "
@@ -292,112 +289,90 @@ def _check_qk(query: ArrayRef, key: ArrayRef | None) -> None:
             raise ValueError(f"argument 'key' has shape {key.shape}, query {query.shape}: "
                              "their tokens and head_dim must agree")
         if key.dtype != query.dtype:
-            raise TypeError(f"argument 'key' is {_torch_name(key.dtype)}, query "
-                            f"{_torch_name(query.dtype)}: they must agree")
-    for name, ref in (("query", query), ("key", key)):
+            raise TypeError(f"argument 'key' is {torch_name(key.dtype)}, query "
+                            f"{torch_name(query.dtype)}: they must agree")
+    for ref in (query, key):
         if ref is not None and ref.shape[2] > 1 and ref.strides[2] != 1:
-            raise ValueError(f"argument '{name}' must be contiguous along head_dim (stride "
-                             f"1), got strides {ref.strides}")
+            raise ValueError(f"argument '{ref.name}' must be contiguous along head_dim "
+                             f"(stride 1), got strides {ref.strides}")
 
 
-def _check_positions(positions: ArrayRef, tokens: int) -> None:
+def _check_positions(positions: Array, tokens: int) -> None:
     if positions.dtype not in POSITION_DTYPES:
-        raise TypeError(f"argument 'positions' is {_torch_name(positions.dtype)}; it must "
+        raise TypeError(f"argument 'positions' is {torch_name(positions.dtype)}; it must "
                         "be int32 or int64")
     if positions.shape != (tokens,):
         raise ValueError(f"argument 'positions' must be ({tokens},), one per token of "
                          f"query, got shape {positions.shape}")
 
 
-def _inputs(query: Any, key: Any, positions: Any, rotary_dim: int | None,
-            cache_width: int | None) -> _Inputs:
-    q = _describe(query, "query")
-    k = None if key is None else _describe(key, "key")
-    p = _describe(positions, "positions")
-    _check_qk(q, k)
-    _check_positions(p, q.shape[0])
-    head_dim = q.shape[2]
+def _rotary_dim(query: Array, rotary_dim: int | None, cache_width: int | None) -> int:
+    head_dim = query.shape[2]
     if rotary_dim is None:
         rotary_dim = cache_width if cache_width is not None else head_dim
-    if rotary_dim <= 0 or rotary_dim % 2 or rotary_dim > head_dim:
+    if not isinstance(rotary_dim, int) or isinstance(rotary_dim, bool) or rotary_dim <= 0 or \
+            rotary_dim % 2 or rotary_dim > head_dim:
         raise ValueError(f"argument 'rotary_dim' must be even and in [2, head_dim = "
                          f"{head_dim}], got {rotary_dim}")
     if cache_width is not None and cache_width != rotary_dim:
         raise ValueError(f"argument 'cos_sin_cache' has rows of {cache_width}, rotary_dim "
                          f"is {rotary_dim}: a row is rotary_dim/2 cos then rotary_dim/2 sin")
-    return _Inputs(q, k, p, rotary_dim)
+    return rotary_dim
 
 
-def _check_cache(cache: ArrayRef, query: ArrayRef) -> None:
+def _check_cache(cache: Array, query: Array) -> None:
     if len(cache.shape) != 2:
         raise ValueError(f"argument 'cos_sin_cache' must be (max_position, rotary_dim), "
                          f"got shape {cache.shape}")
     if not DTYPES[cache.dtype].is_float or \
             promote_types(cache.dtype, query.dtype) != query.dtype:
-        raise TypeError(f"argument 'cos_sin_cache' is {_torch_name(cache.dtype)}, query "
-                        f"{_torch_name(query.dtype)}: pass it in query's dtype (as vLLM "
+        raise TypeError(f"argument 'cos_sin_cache' is {torch_name(cache.dtype)}, query "
+                        f"{torch_name(query.dtype)}: pass it in query's dtype (as vLLM "
                         "casts its cache)")
     if cache.shape[1] > 1 and cache.strides[1] != 1:
         raise ValueError("argument 'cos_sin_cache' must be contiguous along its rows "
                          f"(stride 1), got strides {cache.strides}")
 
 
-def _check_same_place(refs: Sequence[tuple[str, ArrayRef]]) -> None:
-    first_name, first = refs[0]
-    for name, ref in refs[1:]:
-        if (ref.device is None) != (first.device is None) or ref.device != first.device:
-            where = "the host" if ref.device is None else f"cuda:{ref.device}"
-            there = "the host" if first.device is None else f"cuda:{first.device}"
-            raise ValueError(f"argument '{name}' is on {where}, argument '{first_name}' on "
-                             f"{there}")
-
-
-def _extent(ref: ArrayRef) -> tuple[int, int]:
-    """The bytes an array's elements span: [start, end)."""
-    size = DTYPES[ref.dtype].bytes
-    reach = sum((d - 1) * abs(s) for d, s in zip(ref.shape, ref.strides, strict=True))
-    return ref.pointer, ref.pointer + (reach + 1) * size
-
-
-def _check_out(name: str, out: ArrayRef, like: ArrayRef, inputs: Sequence[tuple[str, ArrayRef]]
-               ) -> None:
-    if out.shape != like.shape or out.dtype != like.dtype:
-        raise ValueError(f"argument '{name}' must be {_torch_name(like.dtype)} of shape "
-                         f"{like.shape}, got {_torch_name(out.dtype)} of shape {out.shape}")
-    if len(out.shape) == 3 and out.shape[2] > 1 and out.strides[2] != 1:
-        raise ValueError(f"argument '{name}' must be contiguous along head_dim")
-    if out.device is None:
+def _check_range(positions: Array, rows: int) -> None:
+    """Host positions are checked (device ones are not: that would wait for the GPU; the
+    kernel writes NaN for a token whose position is outside the cache)."""
+    host = positions.host if positions.host is not None else \
+        positions.obj if positions.kind == "numpy" else None
+    if host is None or not positions.numel:
         return
-    start, end = _extent(out)
-    for other, ref in inputs:
-        if ref.device is None or not ref.numel:
-            continue
-        other_start, other_end = _extent(ref)
-        if start < other_end and other_start < end:
-            raise ValueError(f"argument '{name}' overlaps argument '{other}': RoPE runs out "
-                             "of place (in place would let a pair's first result overwrite "
-                             "what its second reads)")
+    values = np.asarray(host)
+    low, high = int(values.min()), int(values.max())
+    if low < 0 or high >= rows:
+        bad = low if low < 0 else high
+        raise ValueError(f"argument 'positions' has {bad}, outside the cache's "
+                         f"[0, {rows}) positions")
+
+
+def _output(b: Builder, name: str, given: Array | None, like: Array,
+            inputs: Sequence[Array]) -> tuple[Array, Array]:
+    """(where to write, what to read): a new output, or out[i]; out[i] the very same view
+    as its input rotates in place, from a copy of the input (the kernel reads each pair's
+    two halves after writing the first)."""
+    if given is None:
+        return b.output(like.shape, like.dtype, name), like
+    if given.shape != like.shape or given.dtype != like.dtype:
+        raise ValueError(f"argument '{name}' must be {torch_name(like.dtype)} of shape "
+                         f"{like.shape}, got {torch_name(given.dtype)} of shape {given.shape}")
+    if given.shape[2] > 1 and given.strides[2] != 1:
+        raise ValueError(f"argument '{name}' must be contiguous along head_dim")
+    same = args.check_overlap(given, inputs, "RoPE")
+    if not same:
+        return given, like
+    if any(other is not like for other in same):
+        raise ValueError(f"RoPE: argument '{name}' is the same view as argument "
+                         f"'{same[0].name}': each output needs memory of its own")
+    copy = apply(b, "cast", [In(like)], b.temporary(like.shape, like.dtype),
+                 result=like.dtype, what="RoPE")
+    return given, copy
 
 
 # ------------------------------------------------------------------ launch
-
-
-@dataclass(frozen=True)
-class _Bound:
-    """An array as the kernel takes it: aligned base pointer, element offset, strides."""
-
-    spec: ArraySpec
-    base: int
-    offset: int
-    strides: tuple[int, ...]
-
-
-def _bind(ref: ArrayRef, pointer: int, strides: tuple[int, ...]) -> _Bound:
-    size = DTYPES[ref.dtype].bytes
-    misalignment = pointer % ALIGN
-    offset = misalignment // size
-    return _Bound(ArraySpec(ref.dtype, layout.stride_classes(strides), bool(offset)),
-                  pointer - misalignment, offset, strides)
 
 
 def _threads(heads: int, rotary_dim: int, dtype: str, style: str) -> int:
@@ -408,222 +383,178 @@ def _threads(heads: int, rotary_dim: int, dtype: str, style: str) -> int:
     return min(256, max(32, 1 << (accesses - 1).bit_length()))
 
 
-INDEX_LIMIT = 2**31 - 1
+def _spec(array: Array) -> ArraySpec:
+    return ArraySpec(array.dtype, coalesce.stride_classes(array.strides), bool(array.offset))
 
 
-def _fits_32_bits(bound: Sequence[tuple[_Bound, tuple[int, ...]]]) -> bool:
-    for b, shape in bound:
-        reach = b.offset + sum((d - 1) * abs(s) for d, s in zip(shape, b.strides, strict=True))
-        if reach + 1 >= INDEX_LIMIT:
-            return False
-    return True
-
-
-@cache
-def _program(sig: RopeSignature) -> tuple[str, list[Role]]:
-    return kernel(sig)
-
-
-@dataclass
-class _Launch:
-    style: str
-    inputs: _Inputs
-    cache: ArrayRef
-    region: _Region
-
-
-def _arguments(roles: Sequence[Role], bound: dict[str, _Bound], tokens: int, rows: int
-               ) -> list[Any]:
-    args: list[Any] = []
-    for role in roles:
+def _values(b: Builder, program: RopeProgram, arrays: dict[str, Array], tokens: int,
+            rows: int) -> list[Value]:
+    values: list[Value] = []
+    for role in program.roles():
         if role[0] == "tokens":
-            args.append(tokens)
+            values.append(tokens)
         elif role[0] == "max_position":
-            args.append(rows)
+            values.append(rows)
         elif role[0] == "pointer":
-            args.append(bound[role[1]].base)
+            values.append(b.pointer(arrays[role[1]]))
         elif role[0] == "stride":
-            args.append(bound[role[1]].strides[int(role[2])])
+            values.append(arrays[role[1]].strides[int(role[2])])
         else:
-            args.append(bound[role[1]].offset)
-    return args
+            values.append(arrays[role[1]].offset)
+    return values
 
 
-def _run(launch: _Launch, outs: tuple[Any, Any]) -> None:
-    """Bind the arrays (NumPy ones staged on the device), specialize, launch."""
-    q, k = launch.inputs.query, launch.inputs.key
-    refs: dict[str, ArrayRef] = {"query": q, "positions": launch.inputs.positions,
-                                 "cache": launch.cache}
-    out_refs = {"query_out": _describe(outs[0], "out")}
-    if k is not None:
-        refs["key"] = k
-        out_refs["key_out"] = _describe(outs[1], "out")
-    staging = _runtime.HostStaging() if q.kind == "numpy" else None
-    try:
-        pointers: dict[str, tuple[int, tuple[int, ...]]] = {}
-        for name, ref in {**refs, **out_refs}.items():
-            if staging is None:
-                pointers[name] = (ref.pointer, ref.strides)
-            elif name.endswith("_out"):
-                buffer = staging.allocate(ref.shape, ref.dtype)
-                pointers[name] = (int(buffer.ptr), layout.contiguous_strides(ref.shape))
-            else:
-                pointers[name] = (staging.upload(ref.obj), layout.contiguous_strides(ref.shape))
-        _launch(launch, {**refs, **out_refs}, pointers)
-        if staging is not None:
-            for name, ref in out_refs.items():
-                buffer = next(b for b in staging.buffers if int(b.ptr) == pointers[name][0])
-                ref.obj[...] = buffer.numpy()
-    finally:
-        if staging is not None:
-            staging.close()
-
-
-def _launch(launch: _Launch, refs: dict[str, ArrayRef],
-            pointers: dict[str, tuple[int, tuple[int, ...]]]) -> None:
-    inputs, region = launch.inputs, launch.region
-    q, k = inputs.query, inputs.key
-    tokens = q.shape[0]
-    cache_ref = refs["cache"]
-    row_stride = pointers["cache"][1][0]  # a staged (NumPy) cache is contiguous
-    first_row = region.first
-    rows = (cache_ref.shape[0] - first_row) if region.rows is None else region.rows
-    cache_pointer = pointers["cache"][0] + first_row * row_stride * DTYPES[cache_ref.dtype].bytes
-    bound = {name: _bind(refs[name], pointer, strides)
-             for name, (pointer, strides) in pointers.items() if name != "cache"}
-    bound["cache"] = _bind(cache_ref, cache_pointer, (row_stride, 1))
-    shapes = {name: refs[name].shape for name in bound}
-    shapes["cache"] = (rows, inputs.rotary_dim)
-    bits = 32 if _fits_32_bits([(bound[n], shapes[n]) for n in bound]) else 64
+def _launch(b: Builder, style: str, arrays: dict[str, Array], rotary_dim: int) -> None:
+    q, k = arrays["query"], arrays.get("key")
+    tokens, rows = q.shape[0], arrays["cache"].shape[0]
+    bits = 32 if args.fits_32_bits(args.reach(a) + 1 for a in arrays.values()) else 64
+    heads = max(q.shape[1], k.shape[1] if k is not None else 0)
     sig = RopeSignature(
-        launch.style, bound["query"].spec, bound["key"].spec if k else None,
-        bound["query_out"].spec, bound["key_out"].spec if k else None, bound["cache"].spec,
-        bound["positions"].spec, heads=q.shape[1], key_heads=k.shape[1] if k else 0,
-        head_dim=q.shape[2], rotary_dim=inputs.rotary_dim,
-        threads=_threads(max(q.shape[1], k.shape[1] if k else 0), inputs.rotary_dim,
-                         q.dtype, launch.style),
-        index_bits=bits)
-    text, roles = _program(sig)
-    device = q.device or 0
-    kernel_ = _runtime.kernel(text, device)
+        style, _spec(q), _spec(k) if k is not None else None, _spec(arrays["query_out"]),
+        _spec(arrays["key_out"]) if k is not None else None, _spec(arrays["cache"]),
+        _spec(arrays["positions"]), heads=q.shape[1], key_heads=k.shape[1] if k else 0,
+        head_dim=q.shape[2], rotary_dim=rotary_dim,
+        threads=_threads(heads, rotary_dim, q.dtype, style), index_bits=bits)
+    program = RopeProgram(sig)
     grid = -(-tokens // sig.tokens_per_cta)
-    _runtime.launch(kernel_, _arguments(roles, bound, tokens, rows), grid, sig.threads,
-                    _runtime.stream(q.kind, device))
+    b.launch(program, (grid, 1, 1), _values(b, program, arrays, tokens, rows))
 
 
-def _apply(style: str, query: Any, key: Any, positions: Any, *, cos_sin_cache: Any,
-           rotary_dim: int | None, out: Sequence[Any] | None,
-           table: tuple[str, dict[str, Any]], region: _Region = _Region(0, None)
-           ) -> tuple[Any, Any]:
-    """Check the arguments, find or make the cache, allocate, launch."""
-    cache_ref = None if cos_sin_cache is None else _describe(cos_sin_cache, "cos_sin_cache")
-    inputs = _inputs(query, key, positions, rotary_dim,
-                     cache_ref.shape[1] if cache_ref is not None and
-                     len(cache_ref.shape) == 2 else None)
-    q, k = inputs.query, inputs.key
-    if cache_ref is None:
-        variant, params = table
-        cos_sin_cache = rope_cache(variant, rotary_dim=inputs.rotary_dim, like=query, **params)
-        cache_ref = _describe(cos_sin_cache, "cos_sin_cache")
-    _check_cache(cache_ref, q)
-    placed = [("query", q), ("positions", inputs.positions), ("cos_sin_cache", cache_ref)]
-    if k is not None:
-        placed.append(("key", k))
-    _check_same_place(placed)
-    rows = cache_ref.shape[0] - region.first if region.rows is None else region.rows
-    if region.first + rows > cache_ref.shape[0]:
-        raise ValueError(f"argument 'cos_sin_cache' has {cache_ref.shape[0]} rows; this call "
+def _cache_array(b: Builder, given: Any, query: Array, rotary_dim: int,
+                 table: tuple[str, dict[str, Any]]) -> Array:
+    """The cache this call reads: given, or the variant's, placed once and held by the
+    plan (a constant pointer)."""
+    if given is not None:
+        return _array(given, "cos_sin_cache")
+    variant, params = table
+    like = query.obj if query.obj is not None else query
+    placed = rope_cache(variant, rotary_dim=rotary_dim, like=like, dtype=query.dtype,
+                        **params)
+    described = args.describe(placed, "cos_sin_cache")
+    assert described is not None
+    return b.constant(placed, described)
+
+
+def _rope(b: Builder, style: str, query: Any, key: Any, positions: Any, *, cos_sin_cache: Any,
+          rotary_dim: int | None, out: tuple[Array | None, Array | None] | None,
+          table: tuple[str, dict[str, Any]], region: _Region = _Region(0, None)) -> str:
+    """Check the arguments, find or make the cache, plan the outputs and the launch."""
+    q = _array(query, "query")
+    k = None if key is None else _array(key, "key")
+    p = _array(positions, "positions")
+    given = None if cos_sin_cache is None else _array(cos_sin_cache, "cos_sin_cache")
+    _check_qk(q, k)
+    _check_positions(p, q.shape[0])
+    width = given.shape[1] if given is not None and len(given.shape) == 2 else None
+    rotary = _rotary_dim(q, rotary_dim, width)
+    cache = _cache_array(b, given, q, rotary, table)
+    _check_cache(cache, q)
+    b.place([q, p, cache, *([k] if k is not None else [])])
+    rows = cache.shape[0] - region.first if region.rows is None else region.rows
+    if region.first + rows > cache.shape[0]:
+        raise ValueError(f"argument 'cos_sin_cache' has {cache.shape[0]} rows; this call "
                          f"uses rows {region.first} to {region.first + rows - 1}")
-    if inputs.positions.kind == "numpy" and inputs.positions.numel:
-        _check_range(np.asarray(inputs.positions.obj), rows)
-    outs = _outputs(q, k, out, placed)
+    _check_range(p, rows)
+    arrays = {"query": q, "positions": p,
+              "cache": cache.view((rows, rotary), (cache.strides[0], 1),
+                                  region.first * cache.strides[0])}
+    results = _outputs(b, arrays, k, out)
     if q.shape[0] and (q.numel or (k is not None and k.numel)):
-        _run(_Launch(style, inputs, cache_ref, region), outs)
-    return outs
+        _launch(b, style, arrays, rotary)
+    return results
 
 
-def _check_range(positions: np.ndarray, rows: int) -> None:
-    """Host positions are checked (device ones are not: that would wait for the GPU; the
-    kernel writes NaN for a token whose position is outside the cache)."""
-    low, high = int(positions.min()), int(positions.max())
-    if low < 0 or high >= rows:
-        bad = low if low < 0 else high
-        raise ValueError(f"argument 'positions' has {bad}, outside the cache's "
-                         f"[0, {rows}) positions")
-
-
-def _outputs(q: ArrayRef, k: ArrayRef | None, out: Sequence[Any] | None,
-             inputs: Sequence[tuple[str, ArrayRef]]) -> tuple[Any, Any]:
-    if out is None:
-        q_out = _runtime.empty(q.shape, q.dtype, q)
-        k_out = None if k is None else _runtime.empty(k.shape, k.dtype, k)
-        return q_out, k_out
-    if not isinstance(out, tuple | list) or len(out) != 2:
-        raise TypeError("argument 'out' must be a pair (query_out, key_out)")
-    q_out, k_out = out
-    _check_out("out[0]", _describe(q_out, "out[0]"), q, inputs)
+def _outputs(b: Builder, arrays: dict[str, Array], k: Array | None,
+             out: tuple[Array | None, Array | None] | None) -> str:
+    """The outputs into `arrays` (query_out, key_out; the inputs read, copied where the
+    outputs are the inputs); the result's expression."""
+    q = arrays["query"]
+    q_given, k_given = (None, None) if out is None else out
+    if out is not None and k is None and k_given is not None:
+        raise ValueError("argument 'out[1]' must be None when key is None")
+    inputs = [q, arrays["positions"], arrays["cache"], *([k] if k is not None else [])]
+    arrays["query_out"], arrays["query"] = _output(b, "out[0]", q_given, q, inputs)
     if k is None:
-        if k_out is not None:
-            raise ValueError("argument 'out[1]' must be None when key is None")
-    else:
-        k_ref = _describe(k_out, "out[1]")
-        _check_out("out[1]", k_ref, k, [*inputs, ("out[0]", _describe(q_out, "out[0]"))])
-    return q_out, k_out
+        return f"({b.object_of(arrays['query_out'])}, None)"
+    arrays["key_out"], arrays["key"] = _output(b, "out[1]", k_given, k,
+                                               [*inputs, arrays["query_out"]])
+    return f"({b.object_of(arrays['query_out'])}, {b.object_of(arrays['key_out'])})"
 
 
 # ------------------------------------------------------------------ the ops
+
+ROLES = {"query": "array", "key": "optional", "positions": "array",
+         "cos_sin_cache": "optional", "out": "outs"}
+"""Every other parameter (rotary_dim, the variant's) is part of the key: the cache is
+made from them once."""
 
 
 def _style(is_neox: bool) -> str:
     return "neox" if is_neox else "gptj"
 
 
-def rope_neox(query: Any, key: Any, positions: Any, *, cos_sin_cache: Any = None,
+@entry.op(ROLES)
+def rope_neox(b: Builder, query: Any, key: Any, positions: Any, *, cos_sin_cache: Any = None,
               rotary_dim: int | None = None, base: float = 10000.0, max_position: int = 8192,
-              out: Sequence[Any] | None = None) -> tuple[Any, Any]:
-    """RoPE with neox pairs (x[i], x[i + rotary_dim/2]): (query_out, key_out).
+              out: Any = None) -> str:
+    """rope_neox(query, key, positions, *, cos_sin_cache=None, rotary_dim=None,
+    base=10000.0, max_position=8192, out=None) -> (query_out, key_out)
 
-    The cache: `cos_sin_cache` (vLLM's layout), else rope_cache("neox", rotary_dim,
-    max_position, base) in query's dtype. rotary_dim: the cache's width, else head_dim.
-    `out`: (query_out, key_out) to write into (not the inputs themselves)."""
-    return _apply("neox", query, key, positions, cos_sin_cache=cos_sin_cache,
-                  rotary_dim=rotary_dim, out=out,
-                  table=("neox", {"base": base, "max_position": max_position}))
-
-
-def rope_non_neox(query: Any, key: Any, positions: Any, *, cos_sin_cache: Any = None,
-                  rotary_dim: int | None = None, base: float = 10000.0,
-                  max_position: int = 8192, out: Sequence[Any] | None = None
-                  ) -> tuple[Any, Any]:
-    """RoPE with GPT-J's interleaved pairs (x[2i], x[2i+1]); otherwise as rope_neox."""
-    return _apply("gptj", query, key, positions, cos_sin_cache=cos_sin_cache,
-                  rotary_dim=rotary_dim, out=out,
-                  table=("non_neox", {"base": base, "max_position": max_position}))
+    RoPE with neox pairs (x[i], x[i + rotary_dim/2]). The cache: `cos_sin_cache`
+    (vLLM's layout), else rope_cache("neox", rotary_dim, max_position, base) in query's
+    dtype. rotary_dim: the cache's width, else head_dim. `out`: (query_out, key_out) to
+    write into (the inputs themselves: in place)."""
+    return _rope(b, "neox", query, key, positions, cos_sin_cache=cos_sin_cache,
+                 rotary_dim=rotary_dim, out=out,
+                 table=("neox", {"base": base, "max_position": max_position}))
 
 
-def rope_llama31(query: Any, key: Any, positions: Any, *, cos_sin_cache: Any = None,
+@entry.op(ROLES)
+def rope_non_neox(b: Builder, query: Any, key: Any, positions: Any, *,
+                  cos_sin_cache: Any = None, rotary_dim: int | None = None,
+                  base: float = 10000.0, max_position: int = 8192, out: Any = None) -> str:
+    """rope_non_neox(query, key, positions, *, cos_sin_cache=None, rotary_dim=None,
+    base=10000.0, max_position=8192, out=None) -> (query_out, key_out)
+
+    RoPE with GPT-J's interleaved pairs (x[2i], x[2i+1]); otherwise as rope_neox."""
+    return _rope(b, "gptj", query, key, positions, cos_sin_cache=cos_sin_cache,
+                 rotary_dim=rotary_dim, out=out,
+                 table=("non_neox", {"base": base, "max_position": max_position}))
+
+
+@entry.op(ROLES)
+def rope_llama31(b: Builder, query: Any, key: Any, positions: Any, *, cos_sin_cache: Any = None,
                  rotary_dim: int | None = None, base: float = 500000.0,
                  scaling_factor: float = 8.0, low_freq_factor: float = 1.0,
                  high_freq_factor: float = 4.0, original_max_position: int = 8192,
-                 max_position: int = 131072, is_neox: bool = True,
-                 out: Sequence[Any] | None = None) -> tuple[Any, Any]:
-    """RoPE with Llama 3.1's frequency scaling (defaults: Llama 3.1's configuration).
+                 max_position: int = 131072, is_neox: bool = True, out: Any = None) -> str:
+    """rope_llama31(query, key, positions, *, cos_sin_cache=None, rotary_dim=None,
+    base=500000.0, scaling_factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+    original_max_position=8192, max_position=131072, is_neox=True, out=None)
+    -> (query_out, key_out)
+
+    RoPE with Llama 3.1's frequency scaling (defaults: Llama 3.1's configuration).
     The scaling parameters make the cache when `cos_sin_cache` is not given."""
     params = {"base": base, "max_position": max_position, "scaling_factor": scaling_factor,
               "low_freq_factor": low_freq_factor, "high_freq_factor": high_freq_factor,
               "original_max_position": original_max_position}
-    return _apply(_style(is_neox), query, key, positions, cos_sin_cache=cos_sin_cache,
-                  rotary_dim=rotary_dim, out=out, table=("llama31", params))
+    return _rope(b, _style(is_neox), query, key, positions, cos_sin_cache=cos_sin_cache,
+                 rotary_dim=rotary_dim, out=out, table=("llama31", params))
 
 
-def rope_yarn(query: Any, key: Any, positions: Any, *, cos_sin_cache: Any = None,
+@entry.op(ROLES)
+def rope_yarn(b: Builder, query: Any, key: Any, positions: Any, *, cos_sin_cache: Any = None,
               rotary_dim: int | None = None, base: float = 10000.0,
               scaling_factor: float | None = None, original_max_position: int | None = None,
               beta_fast: float = 32.0, beta_slow: float = 1.0,
               attention_factor: float | None = None, truncate: bool = True,
-              max_position: int | None = None, is_neox: bool = True,
-              out: Sequence[Any] | None = None) -> tuple[Any, Any]:
-    """RoPE with YaRN's frequencies and magnitude scale. Without `cos_sin_cache`,
+              max_position: int | None = None, is_neox: bool = True, out: Any = None) -> str:
+    """rope_yarn(query, key, positions, *, cos_sin_cache=None, rotary_dim=None,
+    base=10000.0, scaling_factor, original_max_position, beta_fast=32.0, beta_slow=1.0,
+    attention_factor=None, truncate=True, max_position=None, is_neox=True, out=None)
+    -> (query_out, key_out)
+
+    RoPE with YaRN's frequencies and magnitude scale. Without `cos_sin_cache`,
     scaling_factor and original_max_position (the model's original context) are needed;
     the cache has ceil(original_max_position * scaling_factor) rows (at least
     max_position)."""
@@ -636,18 +567,24 @@ def rope_yarn(query: Any, key: Any, positions: Any, *, cos_sin_cache: Any = None
               "original_max_position": original_max_position, "beta_fast": beta_fast,
               "beta_slow": beta_slow, "attention_factor": attention_factor,
               "truncate": truncate, "max_position": max_position}
-    return _apply(_style(is_neox), query, key, positions, cos_sin_cache=cos_sin_cache,
-                  rotary_dim=rotary_dim, out=out, table=("yarn", params))
+    return _rope(b, _style(is_neox), query, key, positions, cos_sin_cache=cos_sin_cache,
+                 rotary_dim=rotary_dim, out=out, table=("yarn", params))
 
 
-def rope_longrope(query: Any, key: Any, positions: Any, *, original_max_position: int,
-                  max_position: int, short_factor: Sequence[float] | None = None,
+@entry.op(ROLES)
+def rope_longrope(b: Builder, query: Any, key: Any, positions: Any, *,
+                  original_max_position: int, max_position: int,
+                  short_factor: Sequence[float] | None = None,
                   long_factor: Sequence[float] | None = None, cos_sin_cache: Any = None,
                   rotary_dim: int | None = None, base: float = 10000.0,
                   short_mscale: float | None = None, long_mscale: float | None = None,
-                  long: bool | None = None, out: Sequence[Any] | None = None
-                  ) -> tuple[Any, Any]:
-    """RoPE with LongRoPE's per-pair rescale factors (Phi-3), neox pairs only. The cache
+                  long: bool | None = None, out: Any = None) -> str:
+    """rope_longrope(query, key, positions, *, original_max_position, max_position,
+    short_factor=None, long_factor=None, cos_sin_cache=None, rotary_dim=None,
+    base=10000.0, short_mscale=None, long_mscale=None, long=None, out=None)
+    -> (query_out, key_out)
+
+    RoPE with LongRoPE's per-pair rescale factors (Phi-3), neox pairs only. The cache
     holds the short factors' original_max_position rows, then the long factors'
     max_position rows (vLLM's long_short_cos_sin_cache); `long` (by default: whether
     max_position > original_max_position, vLLM's choice from max_model_len) picks the
@@ -663,5 +600,5 @@ def rope_longrope(query: Any, key: Any, positions: Any, *, original_max_position
               "short_mscale": short_mscale, "long_mscale": long_mscale}
     region = _Region(original_max_position, max_position) if long else \
         _Region(0, original_max_position)
-    return _apply("neox", query, key, positions, cos_sin_cache=cos_sin_cache,
-                  rotary_dim=rotary_dim, out=out, table=("longrope", params), region=region)
+    return _rope(b, "neox", query, key, positions, cos_sin_cache=cos_sin_cache,
+                 rotary_dim=rotary_dim, out=out, table=("longrope", params), region=region)

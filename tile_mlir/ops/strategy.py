@@ -1,6 +1,6 @@
 """Kernel strategies, and which one an op runs with: the autotuner's choice or a default.
 
-A strategy (program.Strategy) is seed 004's three, as options of the
+A strategy (programs/elementwise.py's Strategy) is seed 004's three, as options of the
 elementwise/gmem variant plus the piece size:
 - direct:  one element per access (vector_bytes = 1), one round per thread;
 - vector:  16-byte vectors, `rounds` per thread, each loaded, computed and
@@ -27,8 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tile_mlir.ops import _runtime
-from tile_mlir.ops.program import Strategy
+from tile_mlir.ops.programs.elementwise import Strategy
 
 STRATEGIES: dict[str, Strategy] = {
     "direct": Strategy(threads=256, vector_bytes=1, rounds=1, stage=1),
@@ -42,7 +41,7 @@ previous one; each is named after its smallest size."""
 
 
 listeners: list[Callable[[], None]] = []
-"""Called when the tuned choices change (the fast path forgets its plans)."""
+"""Called when the tuned choices change (the plan cache, entry.PLANS, starts over)."""
 
 
 def size_class(numel: int) -> str:
@@ -61,7 +60,9 @@ def default(numel: int) -> Strategy:
 
 
 def tuning_file(chip: str) -> Path:
-    return _runtime.cache_directory() / f"ops-tuning-{chip}.json"
+    from tile_mlir.runtime import cache
+
+    return cache.directory() / f"ops-tuning-{chip}.json"
 
 
 def key(family: str, dtype: str, numel: int) -> str:

@@ -12,7 +12,7 @@
 Each op of the table below becomes one or more `torch.library.custom_op`s in the
 `tile_mlir` namespace, each with a fake implementation (`register_fake`) that
 gives the result's shape, dtype and device as the library computes them
-(dispatch.result_type for the dtype, broadcasting for the shape), so that
+(elementwise.result_type for the dtype, broadcasting for the shape), so that
 dynamo and inductor trace through them and call the real op at run time. The
 functions of `torch_ops()` have the library's signatures and pick the custom op
 that fits the arguments: a custom op's schema has fixed types, so an operand
@@ -42,8 +42,8 @@ from typing import Any
 
 from tile_mlir import op_table
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.ops import dispatch, reductions
-from tile_mlir.ops._runtime import ArrayRef
+from tile_mlir.ops import args as library_args
+from tile_mlir.ops import elementwise, reductions
 
 NAMESPACE = "tile_mlir"
 
@@ -183,11 +183,12 @@ def _number(value: Any) -> Any:
 
 
 def _described(value: Any, name: str) -> Any:
-    """An argument as dispatch sees it: a tensor as an ArrayRef of its dtype and shape
-    (a fake tensor has no memory to describe), a number as itself."""
+    """An argument as the library's promotion sees it: a tensor as an Array of its dtype
+    and shape (a fake tensor has no memory to describe), a number as a Scalar."""
     if isinstance(value, _torch().Tensor):
-        return ArrayRef(None, "torch", _library_dtype(value, name), tuple(value.shape), (), 0, 0)
-    return _number(value)
+        return library_args.Array(name, "torch", _library_dtype(value, name),
+                                  tuple(value.shape), (), 0, 0)
+    return library_args.classify(_number(value), name)
 
 
 def _operands(entry: Entry, args: Mapping[str, Any]) -> list[tuple[Param, Any]]:
@@ -210,9 +211,8 @@ def _result_dtype(entry: Entry, args: Mapping[str, Any], operands: list[tuple[Pa
     first = next(v for _, v in operands if isinstance(v, torch.Tensor))
     if row not in op_table.ELEMENTWISE:
         return first.dtype
-    described = [dispatch.Arg(p.name, _described(v, p.name), promotes=p.promotes)
-                 for p, v in operands]
-    return getattr(torch, DTYPES[dispatch.result_type(row, described)].numpy)
+    described = [elementwise.In(_described(v, p.name), promotes=p.promotes) for p, v in operands]
+    return getattr(torch, DTYPES[elementwise.result_type(row, described)].numpy)
 
 
 def elementwise_fake(entry: Entry, args: dict[str, Any]) -> Any:
@@ -271,15 +271,16 @@ def generative_fake(entry: Entry, args: dict[str, Any]) -> Any:
 def reduction_fake(entry: Entry, args: dict[str, Any]) -> Any:
     """The reduced dims dropped (kept as 1 with keepdim); the input's dtype."""
     torch = _torch()
-    x = args["x"]
+    x = args["input"]
     name = str(x.dtype).removeprefix("torch.")
     if _LIBRARY_DTYPE.get(name) not in reductions.SUPPORTED:
-        raise TypeError(f"x has element type {name}; reductions take "
-                        f"{', '.join(DTYPES[d].numpy for d in reductions.SUPPORTED)}")
+        raise TypeError(f"{entry.name}: argument 'input' has element type {name}; reductions "
+                        f"take {', '.join(DTYPES[d].numpy for d in reductions.SUPPORTED)}")
     dims = reductions.normalize_dims(args["dim"], x.dim())
     shape = [1 if i in dims else s for i, s in enumerate(x.shape)] if args["keepdim"] else \
         [s for i, s in enumerate(x.shape) if i not in dims]
-    return torch.empty(shape, dtype=x.dtype, device=x.device)
+    dtype = x.dtype if args.get("dtype") is None else args["dtype"]
+    return torch.empty(shape, dtype=dtype, device=x.device)
 
 
 # ------------------------------------------------------------------ forms
@@ -298,8 +299,10 @@ MASKED_FILL = Form("masked_fill", (INPUT, Param("mask", "Tensor", promotes=False
                                    Param("value", "Scalar")), elementwise_fake)
 NAN_TO_NUM = Form("nan_to_num", (INPUT, Param("nan", "float", 0.0), Param("posinf", "float?", None),
                                  Param("neginf", "float?", None)), elementwise_fake)
-REDUCTION = Form("reduction", (Param("x", "Tensor"), Param("dim", "int[1]?", None),
-                               Param("keepdim", "bool", False)), reduction_fake)
+REDUCTION = Form("reduction", (Param("input", "Tensor"), Param("dim", "int[1]?", None),
+                               Param("keepdim", "bool", False),
+                               Param("dtype", "ScalarType?", None, keyword=True)),
+                 reduction_fake)
 # part 2
 WEIGHTED = Form("weighted", (INPUT, Param("weight", "Tensor")), like_input_fake)
 GATED = Form("gated", (INPUT,), gated_fake)

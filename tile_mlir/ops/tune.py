@@ -23,7 +23,7 @@ from typing import Any
 from tile_mlir import op_table, ops
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.ops import strategy
-from tile_mlir.ops.program import Strategy
+from tile_mlir.ops.programs.elementwise import Strategy
 
 CANDIDATES = [
     Strategy(256, 1, 1, 1),  # direct

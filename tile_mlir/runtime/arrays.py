@@ -24,7 +24,7 @@ import ctypes
 import functools
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,9 @@ class ArrayInfo:
     contiguous: bool  # dense row-major
     device: int | None  # CUDA device ordinal; None for host memory
     pointer: int
+    # in elements; None where the producer gives none (row-major). The operator library
+    # takes any strides (its kernels index views); the checks above only need `contiguous`
+    strides: tuple[int, ...] | None = field(default=None, compare=False)
 
 
 def check(param: Param, info: ArrayInfo, where: str, device: int) -> int:
@@ -118,12 +121,12 @@ def kind_of(arg: Any) -> str:
 
 def torch_info(t: Any) -> ArrayInfo:
     return ArrayInfo(str(t.dtype).removeprefix("torch."), tuple(t.shape), t.is_contiguous(),
-                     t.get_device() if t.is_cuda else None, t.data_ptr())
+                     t.get_device() if t.is_cuda else None, t.data_ptr(), tuple(t.stride()))
 
 
 def cupy_info(a: Any) -> ArrayInfo:
     return ArrayInfo(a.dtype.name, tuple(a.shape), bool(a.flags.c_contiguous), a.device.id,
-                     a.data.ptr)
+                     a.data.ptr, tuple(s // a.dtype.itemsize for s in a.strides))
 
 
 def buffer_info(b: DeviceBuffer) -> ArrayInfo:
@@ -138,7 +141,9 @@ def cai_info(arg: Any) -> ArrayInfo:
     strides = cai.get("strides")
     contiguous = strides is None or _row_major(shape, strides, dtype.itemsize)
     pointer = int(cai["data"][0])
-    return ArrayInfo(dtype.name, shape, contiguous, driver.pointer_device(pointer), pointer)
+    elements = tuple(int(s) // dtype.itemsize for s in strides) if strides else None
+    return ArrayInfo(dtype.name, shape, contiguous, driver.pointer_device(pointer), pointer,
+                     elements)
 
 
 class _DLDevice(ctypes.Structure):
@@ -186,7 +191,10 @@ def dlpack_info(arg: Any) -> ArrayInfo:
     dtype = _DL_DTYPES.get((code, bits), f"dlpack type {code}/{bits}x{tensor.dtype.lanes}")
     on_gpu = int(device_type) in _DL_CUDA_DEVICES
     pointer = (tensor.data or 0) + tensor.byte_offset
-    return ArrayInfo(dtype, shape, contiguous, int(device_id) if on_gpu else None, pointer)
+    strides = tuple(int(tensor.strides[i]) for i in range(tensor.ndim)) if tensor.strides \
+        else None
+    return ArrayInfo(dtype, shape, contiguous, int(device_id) if on_gpu else None, pointer,
+                     strides)
 
 
 # ------------------------------------------------------------------ binders

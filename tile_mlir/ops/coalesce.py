@@ -25,6 +25,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tile_mlir.contract import divisibility, extent
+from tile_mlir.ops.args import fits_32_bits as _fits
+
 Shape = tuple[int, ...]
 Strides = tuple[int, ...]
 
@@ -105,17 +108,6 @@ def coalesce(shape: Shape, strides: Sequence[Strides]) -> Coalesced:
     return Coalesced(tuple(merged_sizes), tuple(tuple(op) for op in merged_steps))
 
 
-DIVISIBILITY_CAP = 32
-"""The most divisibility a stride is described with: the widest vector is 32 bytes."""
-
-
-def divisibility(value: int) -> int:
-    """The largest power of two dividing `value`, at most DIVISIBILITY_CAP (0: the cap)."""
-    if value == 0:
-        return DIVISIBILITY_CAP
-    return min(abs(value) & -abs(value), DIVISIBILITY_CAP)
-
-
 def stride_classes(strides: Strides) -> tuple[str, ...]:
     """How a kernel is specialized on an operand's strides: "0" and "1" are built in
     (the innermost stride only may be "1"), any other is "?n", given at launch and
@@ -130,20 +122,14 @@ def stride_classes(strides: Strides) -> tuple[str, ...]:
     return tuple(classes)
 
 
-INDEX_LIMIT = 2**31 - 1
-
-
 def fits_32_bits(view: Coalesced, offsets: Sequence[int], chunk: int) -> bool:
     """Whether every index a kernel computes over the view stays below 2^31: the
     furthest element of every operand, and the end of the last piece."""
-    if view.numel + chunk >= INDEX_LIMIT:
-        return False
+    reaches = [view.numel + chunk]
     for strides, offset in zip(view.strides, offsets, strict=True):
-        reach = offset + sum((size - 1) * abs(stride)
-                             for size, stride in zip(view.shape, strides, strict=True))
-        if reach + chunk >= INDEX_LIMIT or any(abs(s) >= INDEX_LIMIT for s in strides):
-            return False
-    return True
+        reaches.append(offset + extent(view.shape, strides) + chunk)
+        reaches.extend(abs(s) for s in strides)
+    return _fits(reaches)
 
 
 BLOCK_ROWS_LIMIT = 4
@@ -152,7 +138,7 @@ BLOCK_ROWS_LIMIT = 4
 
 def pieces(view: Coalesced, chunk: int) -> tuple[str, int]:
     """The kernel's way to cut the view into CTA pieces, and the static row width it
-    is specialized on ("blocks" only): see program.py."""
+    is specialized on ("blocks" only): see programs/elementwise.py."""
     if view.rank == 1:
         return "flat", 0
     width = view.shape[-1]

@@ -29,11 +29,14 @@ from one load, a two-destination op or a staging copy).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
-from tile_mlir.contract import DIVISIBILITY
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.ops.program import DYNAMIC, ArraySpec, _Arg, _memref, _Writer, module_text
+from tile_mlir.ops.programs.elementwise import ArraySpec
+from tile_mlir.ops.programs.writer import DYNAMIC, Writer, memref_type, module_text
+
+KERNEL = "rope"
 
 STYLES = ("neox", "gptj")
 ARRAYS = ("query_out", "query", "key_out", "key", "cache", "positions")
@@ -44,7 +47,7 @@ ARRAYS = ("query_out", "query", "key_out", "key", "cache", "positions")
 class RopeSignature:
     """Everything a RoPE kernel is specialized on (its IR text is a function of it).
     The q/k arrays' strides are (token, head, 1), the cache's (row, 1), the
-    positions' (token,): program.py's stride classes ("?n": a multiple of n, given
+    positions' (token,): the elementwise program's stride classes ("?n": a multiple of n, given
     at launch; "1")."""
 
     style: str  # "neox" or "gptj"
@@ -103,23 +106,19 @@ def slots(sig: RopeSignature) -> tuple[str, ...]:
 class _RopeKernel:
     def __init__(self, sig: RopeSignature):
         self.sig = sig
-        self.w = _Writer(sig.index_bits)
-        self.args: list[_Arg] = []
+        self.w = Writer(sig.index_bits)
         self.roles: list[Role] = []
 
     # ------------------------------------------------------------ arguments
 
     def _int_arg(self, name: str, role: Role, divisibility: int = 1) -> str:
-        attrs = f" {{{DIVISIBILITY} = {divisibility} : i64}}" if divisibility > 1 else ""
-        self.args.append(_Arg(f"%{name}", self.w.int, attrs))
         self.roles.append(role)
-        return self.w.index(f"%{name}")
+        return self.w.int_arg(name, divisibility)
 
     def _pointer(self, name: str, spec: ArraySpec, array: str, written: bool) -> str:
-        promises = "llvm.noalias" if written else "llvm.noalias, llvm.readonly"
-        self.args.append(_Arg(name, _memref(["1"], spec.dtype, None), f" {{{promises}}}"))
+        promises = ["llvm.noalias"] if written else ["llvm.noalias", "llvm.readonly"]
         self.roles.append(("pointer", array))
-        return name
+        return self.w.pointer_arg(name, spec.dtype, promises)
 
     def _views(self, n: int, array: str, spec: ArraySpec, sizes: list[str],
                copies: int) -> list[str]:
@@ -127,19 +126,19 @@ class _RopeKernel:
         launch passes one pointer to each): its pointer re-viewed with its sizes and
         strides; `sizes` are SSA names or numbers, a stride class "0" broadcasts."""
         written = array.endswith("_out")
-        pointers = [self._pointer(f"%a{n}" + (f"_{c}" if c else ""), spec, array, written)
+        pointers = [self._pointer(f"a{n}" + (f"_{c}" if c else ""), spec, array, written)
                     for c in range(copies)]
         strides = [self._int_arg(f"s{n}_{dim}", ("stride", array, str(dim)), int(stride[1:]))
                    if stride.startswith(DYNAMIC) else stride
                    for dim, stride in enumerate(spec.strides)]
         offset = self._int_arg(f"o{n}", ("offset", array)) if spec.offset else "0"
         shape = [DYNAMIC if s.startswith("%") else s for s in sizes]
-        type_ = _memref(shape, spec.dtype, spec.static_strides(),
+        type_ = memref_type(shape, spec.dtype, spec.static_strides(),
                         DYNAMIC if spec.offset else "0")
         return [self.w.op(
             f"memref.reinterpret_cast {pointer} to offset: [{offset}], "
             f"sizes: [{', '.join(sizes)}], strides: [{', '.join(strides)}] "
-            f": {_memref(['1'], spec.dtype, None)} to {type_}") for pointer in pointers]
+            f": {memref_type(['1'], spec.dtype, None)} to {type_}") for pointer in pointers]
 
     # ---------------------------------------------------------------- body
 
@@ -178,7 +177,7 @@ class _RopeKernel:
         w = self.w
         w.lines.append(f"      scf.if {w.op(f'arith.cmpi ult, {token}, {tokens} : index')} {{")
         view, spec, _ = views["positions"]
-        source = _memref([DYNAMIC], spec.dtype, spec.static_strides(),
+        source = memref_type([DYNAMIC], spec.dtype, spec.static_strides(),
                          DYNAMIC if spec.offset else "0")
         loaded = w.op(f"memref.load {view}[{token}] : {source}")
         inside = self._inside(loaded, DTYPES[spec.dtype].mlir)
@@ -238,10 +237,10 @@ class _RopeKernel:
         `step`-th element along the last."""
         name, spec, dims = view
         strides = spec.static_strides()
-        source = _memref([DYNAMIC, *(str(d) for d in dims)], spec.dtype, strides,
+        source = memref_type([DYNAMIC, *(str(d) for d in dims)], spec.dtype, strides,
                          DYNAMIC if spec.offset else "0")
         kept = [strides[1], _times(strides[2], step)]
-        result = _memref([str(d) for d in shape], spec.dtype, kept, DYNAMIC)
+        result = memref_type([str(d) for d in shape], spec.dtype, kept, DYNAMIC)
         sizes = ["1", *(str(d) for d in shape)]
         value = self.w.op(f"memref.subview {name}[{', '.join(offsets)}] [{', '.join(sizes)}] "
                           f"[1, 1, {step}] : {source} to {result}")
@@ -259,8 +258,8 @@ class _RopeKernel:
             f": ({types}) -> ()")
 
     def _text(self) -> str:
-        return module_text(describe(self.sig), self.args, self.w.lines, self.sig.threads,
-                           self.sig.index_bits)
+        return module_text(describe(self.sig), KERNEL, self.w.args, self.w.lines,
+                           threads=self.sig.threads, index_bits=self.sig.index_bits)
 
 
 def _times(stride: str, step: int) -> str:
@@ -268,9 +267,34 @@ def _times(stride: str, step: int) -> str:
     return stride if stride == DYNAMIC or step == 1 else str(int(stride) * step)
 
 
-def kernel(sig: RopeSignature) -> tuple[str, list[Role]]:
-    """The tile IR of the RoPE kernel for a signature, and its arguments' roles."""
-    if sig.style not in STYLES:
-        raise ValueError(f"unknown RoPE style {sig.style!r} (styles: {', '.join(STYLES)})")
-    builder = _RopeKernel(sig)
-    return builder.build(), builder.roles
+@dataclass(frozen=True)
+class RopeProgram:
+    """The RoPE kernel of a signature, behind programs.KernelProgram; `roles` says what
+    each argument is, for the launch to fill in."""
+
+    sig: RopeSignature
+    name: str = KERNEL
+
+    @property
+    def threads(self) -> int:
+        return self.sig.threads
+
+    def request(self) -> str:
+        return f"tile_mlir.ops rope {self.sig!r}"
+
+    @cached_property
+    def _built(self) -> tuple[str, tuple[str, ...], tuple[Role, ...]]:
+        if self.sig.style not in STYLES:
+            raise ValueError(f"unknown RoPE style {self.sig.style!r} (styles: "
+                             f"{', '.join(STYLES)})")
+        builder = _RopeKernel(self.sig)
+        return builder.build(), builder.w.params(), tuple(builder.roles)
+
+    def ir(self) -> str:
+        return self._built[0]
+
+    def params(self) -> tuple[str, ...]:
+        return self._built[1]
+
+    def roles(self) -> tuple[Role, ...]:
+        return self._built[2]

@@ -1,7 +1,7 @@
-"""The operator library's tile programs: one `tile.elementwise` per CTA piece, as IR text.
+"""The elementwise kernel program: one `tile.elementwise` per CTA piece, as IR text.
 
 A kernel applies one registry row to arrays of any shape that the caller has
-coalesced (layout.py) into a view of rank r: sizes d0..d(r-1), and per
+coalesced (ops/coalesce.py) into a view of rank r: sizes d0..d(r-1), and per
 operand a stride per dimension (0 where the operand is broadcast). The sizes
 and the non-zero strides are kernel arguments, so one kernel serves every
 shape of its kind; what the kernel is specialized on is in its `Signature`:
@@ -31,16 +31,15 @@ that the row sees every element's index in the output whatever the strategy.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
-from tile_mlir.contract import DIVISIBILITY
 from tile_mlir.dtypes import DTYPES
+from tile_mlir.ops.programs.writer import DYNAMIC, Writer, memref_type, module_text
 
-DYNAMIC = "?"
 INDEX = "index"
 """An input slot that takes the piece's position (an indexed row's base), made in the
 kernel."""
 KERNEL = "kernel"
-MODULE = "ops"
 
 
 @dataclass(frozen=True)
@@ -98,51 +97,12 @@ class Signature:
     def piece(self) -> tuple[int, ...]:
         """The static shape of a full piece."""
         chunk = self.chunk()
-        if self.mode == "flat":
-            return (chunk,)
-        if self.mode == "rows":
-            return (chunk,)
-        return (max(1, chunk // self.width), self.width)
+        if self.mode == "blocks":
+            return (max(1, chunk // self.width), self.width)
+        return (chunk,)  # flat and rows: a run of one line
 
 
 # ------------------------------------------------------------------ IR text
-
-
-class _Writer:
-    """IR lines with fresh SSA names."""
-
-    def __init__(self, index_bits: int):
-        self.lines: list[str] = []
-        self.count = 0
-        self.int = f"i{index_bits}"
-
-    def op(self, text: str) -> str:
-        self.count += 1
-        name = f"%v{self.count}"
-        self.lines.append(f"      {name} = {text}")
-        return name
-
-    def const(self, value: int) -> str:
-        return self.op(f"arith.constant {value} : index")
-
-    def index(self, argument: str) -> str:
-        return self.op(f"arith.index_cast {argument} : {self.int} to index")
-
-
-def _memref(shape: list[str], dtype: str, strides: list[str] | None, offset: str = "") -> str:
-    elem = DTYPES[dtype].mlir
-    dims = "x".join(shape)
-    if strides is None:
-        return f"memref<{dims}x{elem}>"
-    layout = f"strided<[{', '.join(strides)}]{', offset: ' + offset if offset else ''}>"
-    return f"memref<{dims}x{elem}, {layout}>"
-
-
-@dataclass
-class _Arg:
-    name: str
-    type_: str
-    attrs: str = ""
 
 
 class _Kernel:
@@ -150,25 +110,17 @@ class _Kernel:
 
     def __init__(self, sig: Signature):
         self.sig = sig
-        self.w = _Writer(sig.index_bits)
-        self.args: list[_Arg] = []
+        self.w = Writer(sig.index_bits)
         self.views: list[tuple[str, ArraySpec]] = []  # each array's full view, out first
         self.base = ""  # the piece's position, for an INDEX input
 
     # ------------------------------------------------------------ arguments
 
-    def _int_arg(self, name: str, divisibility: int = 1) -> str:
-        attrs = f" {{{DIVISIBILITY} = {divisibility} : i64}}" if divisibility > 1 else ""
-        self.args.append(_Arg(f"%{name}", self.w.int, attrs))
-        return self.w.index(f"%{name}")
-
     def _pointer_arg(self, n: int, spec: ArraySpec) -> str:
         promises = [] if self.sig.inplace else ["llvm.noalias"]
         if n:
             promises.append("llvm.readonly")
-        attrs = f" {{{', '.join(promises)}}}" if promises else ""
-        self.args.append(_Arg(f"%a{n}", _memref(["1"], spec.dtype, None), attrs))
-        return f"%a{n}"
+        return self.w.pointer_arg(f"a{n}", spec.dtype, promises)
 
     def _full_shape(self) -> list[str]:
         shape = [DYNAMIC] * self.sig.rank
@@ -179,31 +131,31 @@ class _Kernel:
     def _view(self, n: int, spec: ArraySpec, sizes: list[str]) -> str:
         """The operand's whole strided view: a reinterpret_cast of its pointer."""
         pointer = self._pointer_arg(n, spec)
-        strides = [self._int_arg(f"s{n}_{dim}", int(stride[1:]))
+        strides = [self.w.int_arg(f"s{n}_{dim}", int(stride[1:]))
                    if stride.startswith(DYNAMIC) else stride
                    for dim, stride in enumerate(spec.strides)]
-        offset = self._int_arg(f"o{n}") if spec.offset else "0"
+        offset = self.w.int_arg(f"o{n}") if spec.offset else "0"
         shape = self._full_shape()
         size_list = [size if static == DYNAMIC else static
                      for size, static in zip(sizes, shape, strict=True)]
-        type_ = _memref(shape, spec.dtype, spec.static_strides(),
-                        DYNAMIC if spec.offset else "0")
+        type_ = memref_type(shape, spec.dtype, spec.static_strides(),
+                            DYNAMIC if spec.offset else "0")
         return self.w.op(
             f"memref.reinterpret_cast {pointer} to offset: [{offset}], "
             f"sizes: [{', '.join(size_list)}], strides: [{', '.join(strides)}] "
-            f": {_memref(['1'], spec.dtype, None)} to {type_}")
+            f": {memref_type(['1'], spec.dtype, None)} to {type_}")
 
     # ---------------------------------------------------------------- body
 
     def build(self) -> str:
         sig = self.sig
-        sizes = [self._int_arg(f"d{i}") for i in range(sig.rank)]
+        sizes = [self.w.int_arg(f"d{i}") for i in range(sig.rank)]
         self.views.append((self._view(0, sig.out, sizes), sig.out))
         for n, spec in enumerate(sig.inputs, start=1):
             if isinstance(spec, ArraySpec):
                 self.views.append((self._view(n, spec, sizes), spec))
             elif spec != INDEX:
-                self.args.append(_Arg(f"%x{n}", DTYPES[spec].mlir))
+                self.w.scalar_arg(f"x{n}", spec)
         self._pieces(sizes)
         return self._text()
 
@@ -292,36 +244,20 @@ class _Kernel:
         rank, kept = self.sig.rank, len(shape)
         offsets = [*lead, start] + (["0"] if kept == 2 else [])
         sizes = ["1"] * (rank - kept) + [length] + ([shape[1]] if kept == 2 else [])
-        source = _memref(self._full_shape(), spec.dtype, spec.static_strides(),
-                         DYNAMIC if spec.offset else "0")
+        source = memref_type(self._full_shape(), spec.dtype, spec.static_strides(),
+                             DYNAMIC if spec.offset else "0")
         # the piece's offset is dynamic unless only stride-0 dims move it (MLIR infers it)
         moved = spec.strides[:len(lead) + 1]
         offset = DYNAMIC if spec.offset or any(s != "0" for s in moved) else "0"
-        result = _memref(shape, spec.dtype, spec.static_strides()[rank - kept:], offset)
+        result = memref_type(shape, spec.dtype, spec.static_strides()[rank - kept:], offset)
         name = self.w.op(
             f"memref.subview {view}[{', '.join(offsets)}] [{', '.join(sizes)}] "
             f"[{', '.join(['1'] * rank)}] : {source} to {result}")
         return name, result
 
     def _text(self) -> str:
-        return module_text(describe(self.sig), self.args, self.w.lines,
-                           self.sig.strategy.threads, self.sig.index_bits)
-
-
-def module_text(summary: str, args: list[_Arg], lines: list[str], threads: int,
-                index_bits: int) -> str:
-    """A library kernel's module: its one-line summary as a comment, the gpu.module (its
-    index width in the data layout) and the kernel with its arguments and body lines."""
-    params = ",\n        ".join(f"{a.name}: {a.type_}{a.attrs}" for a in args)
-    layout = "" if index_bits == 64 else \
-        " attributes {dlti.dl_spec = #dlti.dl_spec<#dlti.dl_entry<index, 32 : i32>>}"
-    body = "\n".join(lines)
-    return (f"// {summary}\n"
-            "module attributes {gpu.container_module} {\n"
-            f"  gpu.module @{MODULE}{layout} {{\n"
-            f"    gpu.func @{KERNEL}({params}) kernel attributes "
-            f"{{known_block_size = array<i32: {threads}, 1, 1>}} {{\n"
-            f"{body}\n      gpu.return\n    }}\n  }}\n}}\n")
+        return module_text(describe(self.sig), KERNEL, self.w.args, self.w.lines,
+                           threads=self.sig.strategy.threads, index_bits=self.sig.index_bits)
 
 
 def describe(sig: Signature) -> str:
@@ -341,3 +277,29 @@ def describe(sig: Signature) -> str:
 def kernel_text(sig: Signature) -> str:
     """The tile IR of the kernel for a signature."""
     return _Kernel(sig).build()
+
+
+@dataclass(frozen=True)
+class ElementwiseProgram:
+    """The elementwise kernel of a signature, behind programs.KernelProgram."""
+
+    sig: Signature
+    name: str = KERNEL
+
+    @property
+    def threads(self) -> int:
+        return self.sig.strategy.threads
+
+    def request(self) -> str:
+        return f"tile_mlir.ops elementwise {self.sig!r}"
+
+    @cached_property
+    def _built(self) -> tuple[str, tuple[str, ...]]:
+        kernel = _Kernel(self.sig)
+        return kernel.build(), kernel.w.params()
+
+    def ir(self) -> str:
+        return self._built[0]
+
+    def params(self) -> tuple[str, ...]:
+        return self._built[1]

@@ -1,0 +1,410 @@
+"""The library's public functions: a generated entry per op, one plan cache for all.
+
+An op is declared by its semantics, a function of a plan Builder and the op's
+parameters (the public signature after the builder), and the role of each parameter:
+
+    operand   an array or a number (torch's Tensor|Scalar)
+    array     an array (a number or anything else reaches the semantics, which refuse it)
+    optional  an array, a number or None
+    number    a number whose value is read per call (a kernel argument)
+    static    a value the plan depends on (dims, a mode, a flag): part of the key
+    out       None or an array to write the result into
+    outs      None or a pair of (array or None)
+
+`op(...)` writes the public function as Python source: for each parameter a few
+attribute reads make its part of the key (a torch tensor: dtype, shape, strides,
+pointer alignment `ptr & 15`, device; a number: its type and, where the plan depends on
+its value, a class expression such as `alpha == 1`; out=: its layout and whether its
+pointer is an input's), then one dict lookup finds the plan's launcher (plan.py), which
+allocates, writes the pointers and numbers and launches. Anything the key cannot
+describe cheaply (CuPy and other arrays, torch subclasses) is keyed by `keyof`;
+NumPy arrays and unusual numbers take the full path every call. A miss runs the full
+path: describe the arguments (args.py), run the semantics into a Builder, make the
+launcher, keep it under the key, call it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tile_mlir.ops import args, kernels, strategy
+from tile_mlir.ops.args import NUMBERS, Array
+from tile_mlir.ops.plan import Builder
+
+ROLES = ("operand", "array", "optional", "number", "static", "out", "outs")
+ARRAY_ROLES = ("operand", "array", "optional", "out")
+
+LIMIT = 4096
+"""Plans kept; past that the cache starts over (shapes that never repeat)."""
+
+PLANS: dict[tuple[Any, ...], Callable[..., Any]] = {}  # key -> a Launcher's function
+strategy.listeners.append(PLANS.clear)  # new tuning choices: plan again
+
+Semantics = Callable[..., str]
+"""(builder, **described parameters) -> the result's expression (the builder has the
+rest)."""
+
+
+class _NoTensor:
+    """Stands for torch.Tensor until torch is imported (nothing is of this type)."""
+
+
+_NS: dict[str, Any] = {"_TENSOR": _NoTensor, "_PLANS": PLANS}
+"""The generated entries' globals: one for all, so that `_TENSOR` is set once."""
+NAMES = _NS
+"""Where the names a key's class expressions use go (`_POW_SPECIAL`)."""
+_torch_seen: list[Any] = [None]
+_lock = threading.Lock()
+
+
+def clear() -> None:
+    """Forget every plan (tests that swap the device; tuning does it through listeners)."""
+    PLANS.clear()
+
+
+def _refresh_torch() -> None:
+    """torch imported since (or a stand-in put in its place): plans made with the old one go."""
+    torch = sys.modules.get("torch")
+    if torch is not _torch_seen[0]:
+        _torch_seen[0] = torch
+        PLANS.clear()
+        tensor = getattr(torch, "Tensor", None) if torch is not None else None
+        _NS["_TENSOR"] = tensor if isinstance(tensor, type) else _NoTensor
+
+
+def keyof(value: Any) -> tuple[Any, int] | None:
+    """The key part and pointer of an array the generated code does not key inline (a
+    torch subclass, CuPy, a DeviceBuffer, any __cuda_array_interface__ or DLPack
+    object); None when the full path must run every call (NumPy, unusual numbers)."""
+    _refresh_torch()
+    torch = sys.modules.get("torch")
+    tensor: Any = getattr(torch, "Tensor", ()) if torch is not None else ()
+    if isinstance(value, tensor):
+        if not getattr(value, "is_cuda", True):
+            return None
+        pointer = value.data_ptr()
+        return (value.dtype, tuple(value.shape), tuple(value.stride()), pointer & 15,
+                value.device), pointer
+    try:
+        found = args.describe(value, "argument")
+    except TypeError:
+        return None
+    if found is None or found.kind == "numpy":
+        return None
+    return (found.kind, found.dtype, found.shape, found.strides, found.pointer & 15,
+            found.device), found.pointer
+
+
+_NS["_KEYOF"] = keyof
+
+
+# --------------------------------------------------------------------- specs
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One op: its public parameters, their roles, and its semantics."""
+
+    name: str
+    params: tuple[inspect.Parameter, ...]
+    roles: dict[str, str]
+    classes: dict[str, str]
+    semantics: Semantics
+
+    def role(self, param: str) -> str:
+        return self.roles.get(param, "static")
+
+    def pointers(self) -> list[str]:
+        """The launcher's pointer parameters, after the op's own."""
+        names = []
+        for p in self.params:
+            role = self.role(p.name)
+            if role in ARRAY_ROLES:
+                names.append(f"_p_{p.name}")
+            elif role == "outs":
+                names += [f"_p_{p.name}_0", f"_p_{p.name}_1"]
+        return names
+
+    def launcher_params(self) -> tuple[str, ...]:
+        return (*(p.name for p in self.params), *self.pointers())
+
+
+def op(roles: dict[str, str], classes: dict[str, str] | None = None,
+       name: str | None = None) -> Callable[[Semantics], Callable[..., Any]]:
+    """Make the public function of an op from its semantics (see the module docstring)."""
+    def wrap(semantics: Semantics) -> Callable[..., Any]:
+        params = tuple(inspect.signature(semantics).parameters.values())[1:]
+        for role in roles.values():
+            assert role in ROLES, role
+        spec = Spec(name or semantics.__name__, params, dict(roles), dict(classes or {}),
+                    semantics)
+        function = _generate(spec)
+        function.__doc__ = semantics.__doc__
+        function.__module__ = semantics.__module__
+        function.__wrapped_semantics__ = semantics  # type: ignore[attr-defined]
+        return function
+
+    return wrap
+
+
+# ------------------------------------------------------------------ the entry
+
+
+def _number_branch(spec: Spec, name: str, keyed: str) -> list[str]:
+    cls = spec.classes.get(name)
+    part = f"(_t, {cls})" if cls else "_t"
+    return ["    elif _t is float or _t is int or _t is bool:" if keyed else
+            "    if _t is float or _t is int or _t is bool:",
+            f"        _p_{name} = 0", f"        _k_{name} = {part}"]
+
+
+def _generic(name: str, value: str, call: str, key: str, pointer: str) -> list[str]:
+    return ["    else:", f"        _g = _KEYOF({value})", "        if _g is None:",
+            f"            return {call}", f"        {key}, {pointer} = _g"]
+
+
+def _array_key(value: str, pointer: str) -> str:
+    return f"({value}.dtype, {value}.shape, {value}.stride(), {pointer} & 15, {value}.device)"
+
+
+def _param_lines(spec: Spec, param: inspect.Parameter, slow: str, earlier: list[str]
+                 ) -> list[str]:
+    """The key part (`_k_<name>`) and pointer (`_p_<name>`) of one parameter."""
+    name, role = param.name, spec.role(param.name)
+    if role == "static":
+        return [f"    _k_{name} = {name} if type({name}) is not list else tuple({name})"]
+    if role == "number":
+        return ["    _t = type(" + name + ")", *_number_branch(spec, name, ""),
+                "    else:", f"        return {slow}"]
+    if role == "outs":
+        return _outs_lines(name, slow, earlier)
+    lines = [f"    _t = type({name})"]
+    if role in ("optional", "out"):
+        lines += [f"    if {name} is None:", f"        _p_{name} = 0", f"        _k_{name} = None",
+                  "    elif _t is _TENSOR:"]
+    else:
+        lines.append("    if _t is _TENSOR:")
+    lines += [f"        _p_{name} = {name}.data_ptr()",
+              f"        _k_{name} = {_array_key(name, f'_p_{name}')}"]
+    if role in ("operand", "optional"):
+        lines += _number_branch(spec, name, "elif")
+    lines += _generic(name, name, slow, f"_k_{name}", f"_p_{name}")
+    if role == "out" and earlier:
+        same = ", ".join(f"_p_{name} == {p}" for p in earlier)
+        lines.append(f"    _k_{name} = (_k_{name}, {same})")
+    return lines
+
+
+def _outs_lines(name: str, slow: str, earlier: list[str]) -> list[str]:
+    """out=(a, b): each None or an array, keyed as out= is."""
+    lines = [f"    if {name} is None:", f"        _p_{name}_0 = _p_{name}_1 = 0",
+             f"        _k_{name} = None", "    else:",
+             f"        if type({name}) is not tuple and type({name}) is not list:",
+             f"            return {slow}"]
+    for i in (0, 1):
+        item, pointer = f"{name}[{i}]", f"_p_{name}_{i}"
+        same = ", ".join(f"{pointer} == {p}" for p in earlier)
+        lines += [f"        _o = {item}", "        if _o is None:", f"            {pointer} = 0",
+                  f"            _k{i} = None", "        elif type(_o) is _TENSOR:",
+                  f"            {pointer} = _o.data_ptr()",
+                  f"            _k{i} = ({_array_key('_o', pointer)}, {same})",
+                  "        else:", "            _g = _KEYOF(_o)", "            if _g is None:",
+                  f"                return {slow}", f"            _k{i}, {pointer} = _g",
+                  f"            _k{i} = (_k{i}, {same})"]
+    lines.append(f"        _k_{name} = (type({name}), len({name}), _k0, _k1)")
+    return lines
+
+
+def _signature_text(spec: Spec) -> str:
+    parts, star = [], False
+    for p in spec.params:
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        default = "" if p.default is inspect.Parameter.empty else f"=_D_{spec.name}_{p.name}"
+        parts.append(f"{p.name}{default}")
+    return ", ".join(parts)
+
+
+def _generate(spec: Spec) -> Callable[..., Any]:
+    names = [p.name for p in spec.params]
+    values = ", ".join(names)
+    slow = f"_SLOW_{spec.name}(None, {values})"
+    lines = [f"def {spec.name}({_signature_text(spec)}):"]
+    earlier: list[str] = []
+    for param in spec.params:
+        lines += _param_lines(spec, param, slow, earlier)
+        if spec.role(param.name) in ("operand", "array", "optional"):
+            earlier.append(f"_p_{param.name}")
+    key = ", ".join([f"_ID_{spec.name}", *(f"_k_{n}" for n in names)])
+    lines += [f"    _key = ({key},)", "    try:", "        _plan = _PLANS[_key]",
+              "    except KeyError:", f"        return _SLOW_{spec.name}(_key, {values})",
+              "    except TypeError:  # an unhashable parameter: no plan for it",
+              f"        return {slow}",
+              f"    return _plan({', '.join(spec.launcher_params())})"]
+    for p in spec.params:
+        if p.default is not inspect.Parameter.empty:
+            _NS[f"_D_{spec.name}_{p.name}"] = p.default
+    _NS[f"_ID_{spec.name}"] = spec.name
+    _NS[f"_SLOW_{spec.name}"] = lambda key, *values: full(spec, key, values)
+    exec(compile("\n".join(lines) + "\n", f"<tile_mlir.ops.{spec.name}>", "exec"), _NS)
+    function: Callable[..., Any] = _NS[spec.name]
+    function.__spec__ = spec  # type: ignore[attr-defined]
+    return function
+
+
+# ------------------------------------------------------------------ the full path
+
+
+@dataclass
+class _Call:
+    """One call's parameters, described."""
+
+    described: dict[str, Any]
+    pointers: dict[str, int]
+    objects: dict[str, str]  # pointer var -> the launcher's expression for the object
+    staged: dict[int, Any]  # id(device copy) -> the NumPy array it stands for
+    copies: dict[int, Any]  # id(NumPy array) -> its device copy
+    stage: bool = False  # copy NumPy arrays to the device
+    host: bool = False  # there are NumPy arrays
+
+
+def _describe_array(value: Any, name: str, root: str, call: _Call) -> Any:
+    operand = args.classify(value, name)
+    if not isinstance(operand, Array):
+        return operand
+    if operand.kind == "numpy":
+        call.host = True
+    if operand.kind == "numpy" and call.stage:
+        copy = call.copies.get(id(operand.obj))
+        if copy is None:  # one copy per array: in place stays in place
+            copy = args.to_device(operand.obj, 0)
+            call.copies[id(operand.obj)] = copy
+            call.staged[id(copy)] = operand.obj
+        described = args.describe(copy, name)
+        assert described is not None
+        operand = described.with_host(operand.obj)
+    call.pointers[root] = operand.pointer
+    return operand.rooted(root)
+
+
+def _describe(spec: Spec, values: Sequence[Any], stage: bool = False) -> _Call:
+    call = _Call({}, {}, {}, {}, {}, stage)
+    for param, value in zip(spec.params, values, strict=True):
+        name, role = param.name, spec.role(param.name)
+        if role == "static":
+            call.described[name] = value
+        elif role == "number":
+            call.described[name] = args.number(value, name, spec.name)
+        elif role == "outs":
+            call.described[name] = _describe_outs(name, value, call)
+        elif value is None and role in ("optional", "out"):
+            call.described[name] = None
+        else:
+            if role == "out" and args.describe(value, name) is None:
+                raise TypeError(f"{spec.name}: argument '{name}' must be an array, got "
+                                f"{type(value).__name__}")
+            root = f"_p_{name}"
+            call.described[name] = _describe_array(value, name, root, call)
+            call.objects[root] = name
+    return call
+
+
+def _describe_outs(name: str, value: Any, call: _Call) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        raise TypeError(f"argument '{name}' must be a pair ({name}[0], {name}[1])")
+    items: list[Array | None] = []
+    for i, item in enumerate(value):
+        root = f"_p_{name}_{i}"
+        if item is None:
+            items.append(None)
+            continue
+        if args.describe(item, f"{name}[{i}]") is None:
+            raise TypeError(f"argument '{name}[{i}]' must be an array, got "
+                            f"{type(item).__name__}")
+        items.append(_describe_array(item, f"{name}[{i}]", root, call))
+        call.objects[root] = f"{name}[{i}]"
+    return tuple(items)
+
+
+def _first_place(call: _Call) -> tuple[str, int] | None:
+    for value in call.described.values():
+        found = value if isinstance(value, Array) else next(
+            (v for v in value if isinstance(v, Array)), None) if isinstance(value, tuple) \
+            else None
+        if found is not None and found.device is not None:
+            return found.kind, found.device
+    return None
+
+
+def _semantics(spec: Spec, call: _Call) -> Builder:
+    builder = Builder(spec.name, spec.launcher_params())
+    builder.objects.update(call.objects)
+    builder.result = spec.semantics(builder, **call.described)
+    return builder
+
+
+def full(spec: Spec, key: tuple[Any, ...] | None, values: Sequence[Any]) -> Any:
+    """A call the plan cache did not answer: plan it, keep the plan, run it.
+
+    NumPy arrays are planned on the host first (so that a bad call fails without a
+    GPU, and one with nothing to launch needs none); with kernels to run they are then
+    copied to the device, planned and run there, and the results copied back."""
+    _refresh_torch()
+    call = _describe(spec, values)
+    place = _first_place(call)
+    capturing = place is not None and args.capturing(*place)
+    with kernels.capture_guard(capturing):
+        builder = _semantics(spec, call)
+        if call.host and builder.launches:
+            return _staged(spec, values)
+        launcher = builder.finish()
+    launcher.full = lambda *given: full(spec, None, given[:len(spec.params)])
+    pointers = [call.pointers.get(p, 0) for p in spec.pointers()]
+    if key is not None and builder.cacheable and not call.host:
+        with _lock:
+            if len(PLANS) >= LIMIT:
+                PLANS.clear()
+            PLANS[key] = launcher.function
+    return launcher(*values, *pointers)
+
+
+def _staged(spec: Spec, values: Sequence[Any]) -> Any:
+    """A call on NumPy arrays: through device copies (never kept as a plan)."""
+    call = _describe(spec, values, stage=True)
+    builder = _semantics(spec, call)
+    launcher = builder.finish()
+    pointers = [call.pointers.get(p, 0) for p in spec.pointers()]
+    result = launcher(*[_device_value(v, call) for v in values], *pointers)
+    return _unstage(result, call)
+
+
+def _device_value(value: Any, call: _Call) -> Any:
+    """A parameter as the launcher sees it in a staged call: the device copies."""
+    if isinstance(value, tuple | list):
+        return type(value)(call.copies.get(id(v), v) for v in value)
+    return call.copies.get(id(value), value)
+
+
+def _unstage(result: Any, call: _Call) -> Any:
+    """A staged call's result on the host: NumPy outputs (the ones given filled in)."""
+    def host(value: Any) -> Any:
+        if value is None or type(value) in NUMBERS:
+            return value
+        original = call.staged.get(id(value))
+        data = args.to_host(value)
+        if original is None:
+            return data
+        original[...] = data
+        return original
+
+    if isinstance(result, tuple):
+        return tuple(host(v) for v in result)
+    return host(result)

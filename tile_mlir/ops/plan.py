@@ -1,0 +1,374 @@
+"""Plans: what a call resolves to, written as a Python launcher for every call like it.
+
+An op's semantics (functions.py, reductions.py, rope.py...) describe one call to a
+`Builder`: the outputs to allocate (shape, dtype) or to reuse (`out=`, an input for
+in place), temporaries (a reduction's partials), and the launches: a loaded kernel, its
+grid, and per kernel argument a constant, a pointer (`Ptr`: an argument's, an
+output's or a temporary's pointer this call, plus a constant byte offset: minus its
+misalignment, plus the offset of a view) or a number (`Num`: a Python expression over
+the call's parameters, such as `alpha` or `1.0 / other`). Checks on the values (a
+range, min_val <= max_val) and how to form the result are expressions too.
+
+`Builder.finish()` writes the plan as Python source and compiles it once (as
+runtime/kernel.py's `_fast_launcher` and Triton's launchers do): for a later call
+whose key matched (entry.py), the launcher allocates the outputs (torch.empty,
+cupy.empty), writes the pointers and numbers into the pre-packed ctypes parameter
+buffers (the constants written once), reads the caller's current stream and calls
+cuLaunchKernel; no loop, no dict, no helper per argument.
+
+The parameter buffers are shared state: a launcher belongs to the thread that made
+it, and a call from another thread runs a fresh copy with buffers of its own (correct,
+slower).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tile_mlir.contract import KERNEL_ARG_ALIGN
+from tile_mlir.dtypes import DTYPES
+from tile_mlir.ops import args, kernels
+from tile_mlir.ops.args import Array
+from tile_mlir.ops.kernels import Loaded
+from tile_mlir.ops.programs import KernelProgram
+
+
+@dataclass(frozen=True)
+class Ptr:
+    """A pointer known per call: the variable `root` holds it, plus `delta` bytes."""
+
+    root: str
+    delta: int = 0
+
+
+@dataclass(frozen=True)
+class Num:
+    """A number computed per call: a Python expression over the call's parameters and the
+    plan's names."""
+
+    expr: str
+
+
+Value = bool | int | float | Ptr | Num
+
+
+@dataclass
+class _Launch:
+    program: KernelProgram
+    grid: tuple[int, int, int]
+    values: list[Value]
+    kernel: Loaded | None = None  # loaded by finish()
+
+
+@dataclass
+class _Alloc:
+    var: str
+    shape: tuple[int, ...]
+    dtype: str
+    fill: bool | int | float | None = None  # made filled with this value
+
+
+HELPERS: dict[str, Any] = {}
+"""Names every plan's expressions may use (filled by the modules that need them)."""
+
+
+class Unsupported(Exception):
+    """Raised by semantics that cannot make a plan for this call (the caller then runs it
+    without one)."""
+
+
+@dataclass
+class Builder:
+    """One call's plan, as the op's semantics write it."""
+
+    op: str
+    params: tuple[str, ...]  # the launcher's parameters, in order (the op's and pointers)
+    kind: str = ""
+    device: int = 0
+    device_object: Any = None  # torch: the device the outputs are allocated on
+    cacheable: bool = True
+    allocs: list[_Alloc] = field(default_factory=list)
+    launches: list[_Launch] = field(default_factory=list)
+    statements: list[str] = field(default_factory=list)  # checks and derived values, in order
+    guards: list[str] = field(default_factory=list)
+    names: dict[str, Any] = field(default_factory=dict)
+    objects: dict[str, str] = field(default_factory=dict)  # pointer var -> object expr
+    result: str = "None"
+
+    # --------------------------------------------------------------- placement
+
+    def place(self, arrays: Sequence[Array]) -> tuple[str, int]:
+        """The call's kind and device, from its arrays (args.place: errors name them)."""
+        kind, device = args.place(arrays)
+        self.set_place(kind, device, arrays[0].obj)
+        return kind, device
+
+    def set_place(self, kind: str, device: int, like: Any = None) -> None:
+        self.kind, self.device = kind, device
+        if kind == "torch" and self.device_object is None:
+            self.device_object = like.device if like is not None else \
+                args.torch_module().device("cuda", device)
+
+    # ----------------------------------------------------------------- buffers
+
+    def _buffer(self, prefix: str, shape: Sequence[int], dtype: str, name: str,
+                fill: bool | int | float | None = None) -> Array:
+        var = f"_{prefix}{sum(1 for a in self.allocs if a.var.startswith('_' + prefix))}"
+        self.allocs.append(_Alloc(var, tuple(shape), dtype, fill))
+        root = f"_p_{var}"
+        self.objects[root] = var
+        strides = args.row_major(shape)
+        device = None if self.kind == "numpy" else self.device
+        return Array(name, self.kind, dtype, tuple(shape), strides, 0, device, None, root)
+
+    def output(self, shape: Sequence[int], dtype: str, name: str = "out") -> Array:
+        """A new output of the call's kind (allocated by the launcher, aligned)."""
+        return self._buffer("o", shape, dtype, name)
+
+    def filled(self, shape: Sequence[int], dtype: str, value: bool | int | float,
+               name: str = "out") -> Array:
+        """A new output made with every element `value` (torch.full and the like), for
+        the kinds whose allocators fill (torch, CuPy, NumPy); see `fills`."""
+        assert self.fills, "fill with a kernel where the allocator cannot"
+        return self._buffer("o", shape, dtype, name, value)
+
+    @property
+    def fills(self) -> bool:
+        return self.kind in ("torch", "cupy", "numpy")
+
+    def temporary(self, shape: Sequence[int], dtype: str) -> Array:
+        """A buffer for one call's intermediate values (a reduction's partials)."""
+        return self._buffer("t", shape, dtype, "temporary")
+
+    def constant(self, obj: Any, array: Array) -> Array:
+        """An array the plan holds (RoPE's cos/sin cache): its pointer is a constant."""
+        self.name(obj)  # keeps it alive as long as the plan
+        return Array(array.name, array.kind, array.dtype, array.shape, array.strides,
+                     array.pointer, array.device, obj, "")
+
+    def object_of(self, array: Array) -> str:
+        """The launcher's expression for the object behind an array (for the result)."""
+        return self.objects[array.root]
+
+    # ----------------------------------------------------------------- values
+
+    def pointer(self, array: Array) -> Value:
+        """An array's kernel pointer: its aligned base (the element offset goes to the
+        kernel separately), per call unless the array is a constant."""
+        base_delta = array.delta - array.misalignment
+        if not array.root:
+            return array.pointer - array.misalignment
+        return Ptr(array.root, base_delta)
+
+    def name(self, obj: Any, prefix: str = "C") -> str:
+        """A name for an object the plan's expressions use."""
+        for existing, value in self.names.items():
+            if value is obj:
+                return existing
+        name = f"_{prefix}{len(self.names)}"
+        self.names[name] = obj
+        return name
+
+    def derive(self, expr: str) -> str:
+        """A value computed once per call before the launches; its variable's name."""
+        var = f"_d{sum(1 for s in self.statements if s.startswith('_d'))}"
+        self.statements.append(f"{var} = {expr}")
+        return var
+
+    def check(self, condition: str, raiser: str) -> None:
+        """`raiser` (a call that raises) runs when `condition` holds, every call (before
+        anything derived after this)."""
+        self.statements.append(f"if {condition}:\n        {raiser}")
+
+    def guard(self, condition: str) -> None:
+        """When `condition` holds the call takes the full path instead of this plan."""
+        self.guards.append(condition)
+
+    def launch(self, program: KernelProgram, grid: tuple[int, int, int],
+               values: Sequence[Value]) -> None:
+        """A kernel launch (loaded when the plan is finished)."""
+        if len(values) != len(program.params()):
+            raise RuntimeError(f"{program.name}: {len(values)} values for "
+                               f"{len(program.params())} arguments")
+        self.launches.append(_Launch(program, grid, list(values)))
+
+    # ------------------------------------------------------------------ finish
+
+    def finish(self) -> Launcher:
+        """Load the kernels, write the launcher."""
+        for launch in self.launches:
+            launch.kernel = kernels.get(launch.program, self.device)
+        return Launcher(self)
+
+
+def _pointer_text(ptr: Ptr) -> str:
+    if not ptr.delta:
+        return ptr.root
+    return f"{ptr.root} {'+' if ptr.delta > 0 else '-'} {abs(ptr.delta)}"
+
+
+# ------------------------------------------------------------------- source
+
+
+def _alloc_lines(plan: Builder, names: dict[str, Any]) -> list[str]:
+    """Allocate the outputs and temporaries, read their pointers (aligned by the
+    allocators: torch's, CuPy's and the driver's give 256 bytes and more)."""
+    lines = []
+    for n, alloc in enumerate(plan.allocs):
+        shape = f"_SHAPE{n}"
+        names[shape] = alloc.shape
+        if alloc.fill is not None:
+            names[f"_FILL{n}"] = alloc.fill
+            lines.append(f"    {alloc.var} = _FULL_OF({shape}, _FILL{n}, {alloc.dtype!r}, "
+                         f"{plan.kind!r}, {plan.device})")
+            pointer = "0" if plan.kind == "numpy" else f"_POINTER({alloc.var})"
+            lines.append(f"    _p_{alloc.var} = {pointer}")
+            continue
+        if plan.kind == "numpy":  # a plan with nothing to launch: no pointer needed
+            lines.append(f"    {alloc.var} = _ALLOC(_SHAPE{n}, {alloc.dtype!r}, 'numpy', 0)")
+            lines.append(f"    _p_{alloc.var} = 0")
+            continue
+        if plan.kind == "torch":
+            torch = args.torch_module()
+            names[f"_DT{n}"] = getattr(torch, DTYPES[alloc.dtype].numpy)
+            lines.append(f"    {alloc.var} = _EMPTY({shape}, dtype=_DT{n}, device=_DEV)")
+            lines.append(f"    _p_{alloc.var} = {alloc.var}.data_ptr()")
+        else:
+            lines.append(f"    {alloc.var} = _ALLOC({shape}, {alloc.dtype!r}, {plan.kind!r}, "
+                         f"{plan.device})")
+            pointer = f"{alloc.var}.data.ptr" if plan.kind == "cupy" else \
+                f"_POINTER({alloc.var})"
+            lines.append(f"    _p_{alloc.var} = {pointer}")
+        lines.append(f"    if _p_{alloc.var} & {KERNEL_ARG_ALIGN - 1}:\n"
+                     f"        _MISALIGNED({alloc.var})")
+    return lines
+
+
+def _stream_line(plan: Builder, names: dict[str, Any]) -> str:
+    if plan.kind == "torch":
+        names["_STREAM"] = args.torch_module()._C._cuda_getCurrentRawStream
+        return f"    _h = _STREAM({plan.device})"
+    if plan.kind == "cupy":
+        cupy = sys.modules["cupy"]
+        names["_CUPY"] = cupy
+        return "    _h = _CUPY.cuda.get_current_stream().ptr"
+    return "    _h = 0"
+
+
+def _launch_lines(n: int, launch: _Launch) -> list[str]:
+    assert launch.kernel is not None
+    lines = []
+    for j, value in enumerate(launch.values):
+        if isinstance(value, Ptr):
+            lines.append(f"    _S{n}_{j}.value = {_pointer_text(value)}")
+        elif isinstance(value, Num):
+            lines.append(f"    _S{n}_{j}.value = {value.expr}")
+    gx, gy, gz = launch.grid
+    bx, by, bz = launch.kernel.block
+    call = f"_L{n}(_F{n}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, 0, _h, _A{n}, 0)[0]"
+    lines.append(f"    _e = {call}")
+    lines.append(f"    if _e and _RETRY{n}(_e):\n        _FAIL({n}, {call})")
+    return lines
+
+
+def source(plan: Builder, names: dict[str, Any]) -> str:
+    """The launcher's Python source; `names` receives the constants it refers to."""
+    params = ", ".join(plan.params)
+    lines = [f"def launch({params}):",
+             "    if not _LOCAL.mine:",
+             f"        return _OTHER_THREAD({params})"]
+    for condition in plan.guards:
+        lines.append(f"    if {condition}:\n        return _FULL({params})")
+    lines.extend(f"    {line}" for line in plan.statements)
+    lines.extend(_alloc_lines(plan, names))
+    if plan.launches:
+        lines.append(_stream_line(plan, names))
+    for n, launch in enumerate(plan.launches):
+        lines.extend(_launch_lines(n, launch))
+    lines.append(f"    return {plan.result}")
+    return "\n".join(lines) + "\n"
+
+
+class _Mine(threading.local):
+    """True in the thread that made the launcher's parameter buffers."""
+
+    mine = False
+
+
+def _misaligned(obj: Any) -> None:
+    raise RuntimeError(f"tile_mlir.ops: an allocator returned a pointer not aligned to "
+                       f"{KERNEL_ARG_ALIGN} bytes ({type(obj).__name__})")
+
+
+def _fail(n: int, error: Any) -> None:
+    if error:
+        from tile_mlir.runtime import driver
+
+        driver.check(f"cuLaunchKernel (launch {n} of a tile_mlir.ops plan)", (error,))
+
+
+class Launcher:
+    """A plan as a compiled Python function; call it with the launcher's parameters."""
+
+    def __init__(self, plan: Builder):
+        self.plan = plan
+        names: dict[str, Any] = {}
+        text = source(plan, names)
+        self.text = text
+        self.code = compile(text, f"<tile_mlir.ops plan of {plan.op}>", "exec")
+        self.constants = names
+        self.full: Callable[..., Any] | None = None  # the op's full path (set by entry.py)
+        self.function = self._instance()
+
+    def _instance(self) -> Callable[..., Any]:
+        """The launcher with parameter buffers of its own, owned by the calling thread."""
+        plan = self.plan
+        mine = _Mine()
+        mine.mine = True
+        namespace: dict[str, Any] = {
+            **HELPERS, **plan.names, **self.constants, "_LOCAL": mine,
+            "_OTHER_THREAD": self._other_thread, "_FULL": self._full,
+            "_EMPTY": getattr(args.torch_module(), "empty", None) if plan.kind == "torch"
+            else None,
+            "_DEV": plan.device_object, "_ALLOC": args.allocate, "_POINTER": args.pointer_of,
+            "_FULL_OF": args.full,
+            "_MISALIGNED": _misaligned, "_FAIL": _fail,
+        }
+        keep = []
+        for n, launch in enumerate(plan.launches):
+            assert launch.kernel is not None
+            slots = [ctype() for ctype in launch.kernel.ctypes]
+            for slot, value in zip(slots, launch.values, strict=True):
+                if not isinstance(value, Ptr | Num):
+                    slot.value = value
+            params = (ctypes.c_void_p * max(len(slots), 1))(
+                *[ctypes.addressof(s) for s in slots])
+            keep.append((slots, params))
+            namespace.update({f"_S{n}_{j}": s for j, s in enumerate(slots)})
+            namespace.update({f"_A{n}": ctypes.addressof(params), f"_F{n}": launch.kernel.function,
+                              f"_L{n}": launch.kernel.launch,
+                              f"_RETRY{n}": _retrier(launch.kernel)})
+        namespace["_KEEP"] = keep
+        exec(self.code, namespace)
+        function: Callable[..., Any] = namespace["launch"]
+        return function
+
+    def _other_thread(self, *values: Any) -> Any:
+        return self._instance()(*values)
+
+    def _full(self, *values: Any) -> Any:
+        assert self.full is not None, "a guarded plan needs its op's full path"
+        return self.full(*values)
+
+    def __call__(self, *values: Any) -> Any:
+        return self.function(*values)
+
+
+def _retrier(kernel: Loaded) -> Callable[[Any], bool]:
+    return lambda error: kernels.retry(kernel, error)
+

@@ -1,0 +1,363 @@
+"""The reduction kernel programs: one `tile.reduce` per CTA over a strided view, as IR text.
+
+A stage reduces a view of one of two shapes (the caller merged the tensor's dims so):
+- rows [A, R] (the reduced run innermost): CTA b takes a block of rows and reduces
+  them at CTA scope (reduce/gmem: groups of lanes per row, 16-byte loads when the
+  reduced run is contiguous and aligned, xor shuffles). A few very long rows are cut
+  into `chunks` pieces over more CTAs, and the pieces' partials reduced by a further
+  stage;
+- columns [A, R, B] (a kept run innermost): a CTA takes a block of columns of one
+  batch and a chunk of the reduced rows (reduce/columns: a thread per output vector,
+  coalesced loads).
+The source is a base pointer re-viewed with `memref.reinterpret_cast` as the strided
+view: the sizes are compiled in (the lowering's reducers walk static shapes; the
+launch geometry depends on them anyway), the strides are kernel arguments promising
+their divisibility (`tile.divisibility`) unless they are 0 or the innermost 1, and a
+base that is not 16-byte aligned comes as an aligned pointer and an element offset, so
+offset views, negative and zero strides need no copy. Where the lowering cannot prove
+a vector access aligned (a misaligned base, an odd stride) it takes narrower ones. The
+destination is a contiguous buffer of partials, [A, chunks, B], or the result.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from tile_mlir.contract import ACCESS_BYTES
+from tile_mlir.dtypes import DTYPES
+from tile_mlir.ops.programs.writer import DYNAMIC, Writer, memref_type, module_text
+
+BLOCK = 256  # threads per CTA
+TARGET_CTAS = 4 * 132  # enough CTAs to fill an H100/H200 several times over
+CHUNK_BYTES = 1 << 16  # what one CTA of a split row or column block reads, about
+SMALL_STAGE = 1 << 20
+"""Bytes under which a stage of partials runs whole: cutting it costs a launch more."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One kernel: reduce the [A, R] rows or [A, R, B] columns of a strided source into a
+    contiguous [A, chunks, B] destination."""
+
+    kind: str  # tile.reduce kind
+    a: int
+    r: int
+    b: int  # 1 for rows
+    src: str  # element type names (tile_mlir.dtypes)
+    dst: str
+    chunks: int  # how many pieces R is cut into (the output keeps them: [A, chunks, B])
+    scale: float | None = None
+    # the source's strides over (A, R) or (A, R, B): a number (static) or "?n" (given at
+    # launch, a multiple of n); `offset`: an element offset comes at launch
+    strides: tuple[str, ...] = ()
+    offset: bool = False
+
+    @property
+    def rows(self) -> bool:
+        return self.b == 1
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return (self.a, self.chunks, self.b)
+
+    def source_strides(self) -> tuple[str, ...]:
+        """The given strides, or the contiguous ones of a dense source."""
+        if self.strides:
+            return self.strides
+        return (str(self.r), "1") if self.rows else (str(self.r * self.b), str(self.b), "1")
+
+    def vec(self) -> int:
+        """Elements a 16-byte load covers, if the reduced (rows) or kept (columns)
+        innermost run is a multiple of it; else 1."""
+        width = ACCESS_BYTES // DTYPES[self.src].bytes
+        run = self.r // self.chunks if self.rows else self.b
+        while width > 1 and run % width:
+            width //= 2
+        return width
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        if self.rows:
+            return (self.a * self.chunks // rows_per_cta(self), 1, 1)
+        return (self.a * (self.b // columns_per_cta(self)), self.chunks, 1)
+
+
+def pow2_divisor_at_most(n: int, cap: int) -> int:
+    """The largest power of two that divides n and is at most cap (at least 1)."""
+    best = 1
+    while best * 2 <= cap and n % (best * 2) == 0:
+        best *= 2
+    return best
+
+
+def rows_per_cta(stage: Stage) -> int:
+    """Rows of [A * chunks, R / chunks] a CTA takes: enough to give every group of lanes
+    rows and each CTA about CHUNK_BYTES, dividing the row count."""
+    length = stage.r // stage.chunks
+    lanes = min(32, 1 << max(length // stage.vec() - 1, 0).bit_length())
+    groups = BLOCK // lanes
+    row_bytes = length * DTYPES[stage.src].bytes
+    want = max(groups, CHUNK_BYTES // max(row_bytes, 1))
+    rows = stage.a * stage.chunks
+    per_cta = pow2_divisor_at_most(rows, min(want, 1024))
+    # a grid too small to fill the GPU: fewer rows a CTA
+    while per_cta > 1 and rows // per_cta < TARGET_CTAS and per_cta > groups // 8:
+        per_cta //= 2
+    return per_cta
+
+
+def columns_per_cta(stage: Stage) -> int:
+    """Columns of a batch a CTA takes, dividing B: a vector per thread at most, and fewer
+    (the CTA's threads then split the rows) while the grid would not fill the GPU."""
+    vec = stage.vec()
+    cap = BLOCK * vec
+    grid = stage.a * stage.chunks * max(1, stage.b // cap)
+    while cap > vec * 32 and grid < TARGET_CTAS:
+        cap //= 2
+        grid *= 2
+    if stage.b <= cap:
+        return stage.b
+    return next(d for d in range(cap, 0, -vec) if stage.b % d == 0)
+
+
+# ---------------------------------------------------------------- planning
+
+
+def _chunks_for_rows(a: int, r: int, nbytes: int) -> int:
+    """How many pieces to cut each of A rows into so that the grid fills the GPU."""
+    if a >= TARGET_CTAS or r * nbytes <= CHUNK_BYTES:
+        return 1
+    want = min(TARGET_CTAS // max(a, 1), r * nbytes // CHUNK_BYTES)
+    return pow2_divisor_at_most(r, max(want, 1))
+
+
+def _chunks_for_columns(a: int, r: int, b: int, nbytes: int) -> int:
+    """How many pieces to cut the reduced rows into so that the grid fills the GPU."""
+    blocks = a * max(1, b // (BLOCK * max(1, 16 // nbytes)))
+    if blocks >= TARGET_CTAS or r * b * nbytes // blocks <= CHUNK_BYTES:
+        return 1
+    want = min(TARGET_CTAS // blocks, r * b * nbytes // (blocks * CHUNK_BYTES))
+    return pow2_divisor_at_most(r, max(want, 1))
+
+
+def _chunks(a: int, r: int, b: int, nbytes: int, first: bool) -> int:
+    """Chunks for a stage: the source tensor's, and partials' when there are many."""
+    if not first and a * r * b * nbytes < SMALL_STAGE:
+        return 1
+    return _chunks_for_rows(a, r, nbytes) if b == 1 else _chunks_for_columns(a, r, b, nbytes)
+
+
+def stages(kind: str, view: tuple[int, int, int], src: str, dst: str, *, acc: str,
+           scale_count: int | None = None, strides: tuple[str, ...] = (),
+           offset: bool = False) -> list[Stage]:
+    """The kernels that reduce the R run of an [A, R, B] view (B = 1: rows), in order: the
+    first reads the source (its strides and offset), each next one the partials of the
+    one before, until one writes [A, B] in `dst`. `scale_count`: a mean's count, whose
+    reciprocal the last stage scales by."""
+    a, r, b = view
+    out: list[Stage] = []
+    current, first_strides, first_offset = src, strides, offset
+    while True:
+        chunks = _chunks(a, r, b, DTYPES[current].bytes, first=not out)
+        last = chunks == 1
+        scale = 1.0 / scale_count if scale_count and last else None
+        out.append(Stage(kind, a, r, b, current, dst if last else acc, chunks, scale,
+                         first_strides, first_offset))
+        if last:
+            return out
+        current, r, first_strides, first_offset = acc, chunks, (), False
+
+
+# ------------------------------------------------------------------ IR text
+
+
+def _reduce_attrs(stage: Stage, axes: str) -> str:
+    attrs = f'kind = "{stage.kind}", axes = array<i64: {axes}>, scope = "cta"'
+    if stage.scale is not None:  # in hex: exact, and MLIR's syntax takes no 1e-06
+        attrs += f", scale = 0x{np.float64(stage.scale).view(np.uint64):016X} : f64"
+    return attrs
+
+
+def _static(stride: str) -> bool:
+    return not stride.startswith(DYNAMIC)
+
+
+ROLES = ("x", "stride", "offset", "y")
+"""What a reduction kernel's arguments are, in order: the source pointer, its dynamic
+strides (one per "?n" stride, in order), its element offset (when `offset`), the
+destination pointer."""
+
+
+class _Reduction:
+    """The text of one stage's kernel. Tiles keep every dim (a unit one included): the
+    reduce's destination is its kept dims, so no subview reduces a rank."""
+
+    def __init__(self, stage: Stage):
+        self.stage = stage
+        self.w = Writer(64)
+        self.roles: list[tuple[str, int]] = []
+
+    def _destination(self, sizes: list[int]) -> tuple[str, str, list[str]]:
+        """The contiguous destination, viewed with `sizes`."""
+        w = self.w
+        pointer = w.pointer_arg("y", self.stage.dst, ["llvm.noalias"])
+        self.roles.append(("y", 0))
+        strides = [str(math.prod(sizes[i + 1:])) for i in range(len(sizes))]
+        type_ = memref_type([str(s) for s in sizes], self.stage.dst, strides, "0")
+        value = w.op(f"memref.reinterpret_cast {pointer} to offset: [0], sizes: "
+                     f"[{', '.join(map(str, sizes))}], strides: [{', '.join(strides)}] : "
+                     f"{memref_type(['1'], self.stage.dst, None)} to {type_}")
+        return value, type_, strides
+
+    def _subview(self, view: tuple[str, str, list[str]], dtype: str, at: list[str],
+                 sizes: list[int]) -> tuple[str, str]:
+        """A piece of a view, of the same rank; its offset is dynamic."""
+        strides = [DYNAMIC if s.startswith("%") else s for s in view[2]]
+        result = memref_type([str(s) for s in sizes], dtype, strides, DYNAMIC)
+        value = self.w.op(f"memref.subview {view[0]}[{', '.join(at)}] "
+                          f"[{', '.join(map(str, sizes))}] [{', '.join(['1'] * len(sizes))}] "
+                          f": {view[1]} to {result}")
+        return value, result
+
+    def _scaled(self, stride: str, factor: int) -> str:
+        """A stride times a static factor (a number, or an index value)."""
+        if factor == 1:
+            return stride
+        if not stride.startswith("%"):
+            return str(int(stride) * factor)
+        return self.w.op(f"arith.muli {stride}, {self.w.const(factor)} : index")
+
+    def _reduce(self, tile_y: tuple[str, str], tile_x: tuple[str, str], axis: int) -> None:
+        self.w.lines.append(f'      "tile.reduce"({tile_y[0]}, {tile_x[0]}) '
+                            f"{{{_reduce_attrs(self.stage, str(axis))}}} : "
+                            f"({tile_y[1]}, {tile_x[1]}) -> ()")
+
+    def rows(self) -> str:
+        """[A, chunks, L] rows; a CTA takes per_cta consecutive (row, chunk) lines."""
+        stage, w = self.stage, self.w
+        a, chunks, length = stage.a, stage.chunks, stage.r // stage.chunks
+        src = self._source_rows(a, chunks, length)
+        dst = self._destination([a, chunks])
+        per_cta = rows_per_cta(stage)
+        bid = w.op("gpu.block_id x")
+        if per_cta <= chunks:  # per_cta chunks of one row
+            blocks = w.const(chunks // per_cta)
+            row = w.op(f"arith.divui {bid}, {blocks} : index")
+            first = w.op(f"arith.muli {w.op(f'arith.remui {bid}, {blocks} : index')}, "
+                         f"{w.const(per_cta)} : index")
+            at, sizes = [row, first], [1, per_cta]
+        else:  # whole rows, every chunk of each
+            first = w.op(f"arith.muli {bid}, {w.const(per_cta // chunks)} : index")
+            at, sizes = [first, "0"], [per_cta // chunks, chunks]
+        tile_x = self._subview(src, stage.src, [*at, "0"], [*sizes, length])
+        tile_y = self._subview(dst, stage.dst, at, sizes)
+        self._reduce(tile_y, tile_x, 2)
+        return self._text("reduce_rows")
+
+    def _given(self) -> tuple[str, list[str], str]:
+        """The source's pointer, its strides (numbers or index values) and its offset."""
+        stage, w = self.stage, self.w
+        pointer = w.pointer_arg("x", stage.src, ["llvm.noalias", "llvm.readonly"])
+        self.roles.append(("x", 0))
+        strides = []
+        for dim, stride in enumerate(stage.source_strides()):
+            if _static(stride):
+                strides.append(stride)
+            else:
+                strides.append(w.int_arg(f"s{dim}", int(stride[1:])))
+                self.roles.append(("stride", dim))
+        offset = "0"
+        if stage.offset:
+            offset = w.int_arg("o")
+            self.roles.append(("offset", 0))
+        return pointer, strides, offset
+
+    def _source_rows(self, a: int, chunks: int, length: int) -> tuple[str, str, list[str]]:
+        """[A, R] seen as [A, chunks, L]: strides (sA, sR * L, sR)."""
+        pointer, (s_a, s_r), offset = self._given()
+        strides = [s_a, self._scaled(s_r, length), s_r]
+        return self._reinterpret(pointer, [a, chunks, length], strides, offset)
+
+    def _reinterpret(self, pointer: str, sizes: list[int], strides: list[str], offset: str
+                     ) -> tuple[str, str, list[str]]:
+        stage = self.stage
+        static = [DYNAMIC if s.startswith("%") else s for s in strides]
+        type_ = memref_type([str(s) for s in sizes], stage.src, static,
+                            DYNAMIC if stage.offset else "0")
+        value = self.w.op(f"memref.reinterpret_cast {pointer} to offset: [{offset}], sizes: "
+                          f"[{', '.join(map(str, sizes))}], strides: [{', '.join(strides)}] : "
+                          f"{memref_type(['1'], stage.src, None)} to {type_}")
+        return value, type_, strides
+
+    def columns(self) -> str:
+        """[A, R, B]; a CTA takes `cols` columns of one batch and one chunk of the rows."""
+        stage, w = self.stage, self.w
+        a, r, b, chunks = stage.a, stage.r, stage.b, stage.chunks
+        cols = columns_per_cta(stage)
+        rows = r // chunks
+        src = self._source_columns(a, r, b)
+        dst = self._destination([a, chunks, b])
+        blocks = w.const(b // cols)
+        bx = w.op("gpu.block_id x")
+        chunk = w.op("gpu.block_id y")
+        batch = w.op(f"arith.divui {bx}, {blocks} : index")
+        col = w.op(f"arith.muli {w.op(f'arith.remui {bx}, {blocks} : index')}, "
+                   f"{w.const(cols)} : index")
+        row = w.op(f"arith.muli {chunk}, {w.const(rows)} : index")
+        tile_x = self._subview(src, stage.src, [batch, row, col], [1, rows, cols])
+        tile_y = self._subview(dst, stage.dst, [batch, chunk, col], [1, 1, cols])
+        self._reduce(tile_y, tile_x, 1)
+        return self._text("reduce_columns")
+
+    def _source_columns(self, a: int, r: int, b: int) -> tuple[str, str, list[str]]:
+        pointer, strides, offset = self._given()
+        return self._reinterpret(pointer, [a, r, b], strides, offset)
+
+    def _text(self, name: str) -> str:
+        stage = self.stage
+        gx, gy, gz = stage.grid
+        summary = (f"tile_mlir.ops reduce {stage.kind}: [{stage.a}, {stage.r}, {stage.b}] "
+                   f"{stage.src} strides [{', '.join(stage.source_strides())}]"
+                   f"{' +offset' if stage.offset else ''} -> [{stage.a}, {stage.chunks}, "
+                   f"{stage.b}] {stage.dst}")
+        return module_text(summary, name, self.w.args, self.w.lines, threads=BLOCK,
+                           index_bits=64,
+                           attributes=f"known_grid_size = array<i32: {gx}, {gy}, {gz}>")
+
+
+@dataclass(frozen=True)
+class ReductionProgram:
+    """A reduction stage's kernel, behind programs.KernelProgram."""
+
+    stage: Stage
+
+    @property
+    def name(self) -> str:
+        return "reduce_rows" if self.stage.rows else "reduce_columns"
+
+    @property
+    def threads(self) -> int:
+        return BLOCK
+
+    def request(self) -> str:
+        return f"tile_mlir.ops reduction {self.stage!r}"
+
+    @cached_property
+    def _built(self) -> tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]:
+        writer = _Reduction(self.stage)
+        text = writer.rows() if self.stage.rows else writer.columns()
+        return text, writer.w.params(), tuple(writer.roles)
+
+    def ir(self) -> str:
+        return self._built[0]
+
+    def params(self) -> tuple[str, ...]:
+        return self._built[1]
+
+    def roles(self) -> tuple[tuple[str, int], ...]:
+        """Per argument: ("x", 0), ("stride", dim), ("offset", 0) or ("y", 0)."""
+        return self._built[2]
