@@ -276,10 +276,14 @@ def _tensor(value: Any, what: str) -> Tensor:
     return value
 
 
-def _check_shapes(dst: Tensor, src: Tensor, what: str) -> None:
-    """Same rank; static dims equal, or 1 in the source (broadcast)."""
+def _check_shapes(dst: Tensor, src: Tensor, what: str, tails: bool = False) -> None:
+    """Same rank; static dims equal, or 1 in the source (broadcast). With `tails` (a
+    register tile among the operands) the extents are tile-verify's to check: a memory
+    operand may end before the register tile (dst too: the op applies on the overlap)."""
     if src.rank != dst.rank:
         raise errors.program_error(f"{what} is {src.rank}-d, dst {dst.rank}-d")
+    if tails:
+        return
     for dim, (s, d) in enumerate(zip(src.sizes, dst.sizes, strict=True)):
         if isinstance(s, int) and isinstance(d, int) and s not in (d, 1):
             raise errors.program_error(f"{what} has size {s} at dim {dim}, dst {d}")
@@ -337,7 +341,8 @@ def _number_type(value: float | int | bool, reference: str) -> str:
 def _input(row: op_table.EwOp, n: int, x: Any, dst: Tensor, inputs: Sequence[Any]
            ) -> ir.Value:
     if isinstance(x, Tensor):
-        _check_shapes(dst, x, f"input {n}")
+        registers = any(isinstance(t, Tensor) and t.space == "local" for t in (dst, *inputs))
+        _check_shapes(dst, x, f"input {n}", tails=registers)
         return x.value
     if isinstance(x, Scalar):
         return x.value
@@ -467,3 +472,6 @@ thread = Scope("thread")
 warp = Scope("warp")
 warpgroup = Scope("warpgroup")
 cta = Scope("cta")
+cluster = Scope("cluster")
+"""The threads of a thread block cluster (a kernel with `cluster=`), numbered CTA by CTA:
+a register layout over `tid` spreads a tile over the cluster's CTAs."""

@@ -382,6 +382,8 @@ def emit_kernel(fn: Callable[..., Any], spec: Specialization, module: ir.Module,
         func.attributes["arg_attrs"] = ir.ArrayAttr.get(_arg_attrs(spec, build))
         if build.grid is not None:
             func.attributes["known_grid_size"] = ir.DenseI32ArrayAttr.get(list(build.grid))
+        if spec.cluster is not None:  # .reqnctapercluster: a plain launch runs clusters
+            func.attributes["nvvm.cluster_dim"] = ir.DenseI32ArrayAttr.get(list(spec.cluster))
     return func
 
 

@@ -118,7 +118,7 @@ def _param(name: str, annotation: Any, default: Any, where: str) -> ParamInfo:
 
 
 def kernel_info(fn: Callable[..., Any], threads: Any, name: str, static: tuple[str, ...],
-                index_bits: int | None) -> KernelInfo:
+                index_bits: int | None, *, cluster: Any = None) -> KernelInfo:
     """What the specialization needs of a kernel function, from its signature."""
     where = f"@tl.kernel {fn.__qualname__}"
     annotations = _annotations(fn)
@@ -136,7 +136,7 @@ def kernel_info(fn: Callable[..., Any], threads: Any, name: str, static: tuple[s
             raise TypeError(f"{where}: static dim '{dim}' is not a dim name of any "
                             f"tl.Tensor parameter (names: {', '.join(sorted(named)) or 'none'})")
     qualname = f"{fn.__module__}.{fn.__qualname__}"
-    return KernelInfo(name, qualname, tuple(params), threads, static, index_bits)
+    return KernelInfo(name, qualname, tuple(params), threads, static, index_bits, cluster)
 
 
 def source_hash(fn: Callable[..., Any]) -> str:
@@ -160,7 +160,8 @@ class KernelFunction:
     into a host's module (`f.build`, `f.emit`), compile it (`f.compile`)."""
 
     def __init__(self, fn: Callable[..., Any], threads: Any = 256, name: str | None = None,
-                 static: Sequence[str] = (), index_bits: int | None = None):
+                 static: Sequence[str] = (), index_bits: int | None = None, *,
+                 cluster: Any = None):
         if index_bits not in (None, 64):
             raise ValueError("index_bits is None (32 where the arrays allow) or 64")
         self.fn = fn
@@ -168,6 +169,7 @@ class KernelFunction:
         self.name = name or fn.__name__
         self.static = tuple(static)
         self.index_bits = index_bits
+        self.cluster = cluster
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         # the source as it was defined: an edit after the import must not name this code
@@ -182,7 +184,8 @@ class KernelFunction:
     @cached_property
     def info(self) -> KernelInfo:
         """The parameters, read on first use (annotations may name what is defined later)."""
-        return kernel_info(self.fn, self.threads, self.name, self.static, self.index_bits)
+        return kernel_info(self.fn, self.threads, self.name, self.static, self.index_bits,
+                           cluster=self.cluster)
 
     @cached_property
     def _constants(self) -> tuple[frozenset[int], frozenset[str]]:
@@ -401,8 +404,10 @@ class KernelFunction:
         stream_of = arrays.current_stream(kinds, device)
         dims = {**bound.dims, **dict(bound.spec.constexprs)}
         if "numpy" in kinds:
-            _run_staged(kernel, bound, launch.resolve_grid(grid, kernel.spec.grid, dims),
-                        stream if stream is not None else stream_of())
+            resolved = launch.resolve_grid(grid, kernel.spec.grid, dims)
+            if bound.spec.cluster is not None:
+                launch.check_clusters(resolved, bound.spec.cluster)
+            _run_staged(kernel, bound, resolved, stream if stream is not None else stream_of())
             return
         if key is not None and -1 not in positions:
             ready = launch.prepare(kernel, bound, positions, grid=kernel.spec.grid, dims=dims,
@@ -467,26 +472,30 @@ class _Launcher:
 
 @typing.overload
 def kernel(fn: Callable[..., Any], *, threads: Any = 256, name: str | None = None,
-           static: Sequence[str] = (), index_bits: int | None = None) -> KernelFunction: ...
+           static: Sequence[str] = (), index_bits: int | None = None,
+           cluster: Any = None) -> KernelFunction: ...
 
 
 @typing.overload
 def kernel(fn: None = None, *, threads: Any = 256, name: str | None = None,
-           static: Sequence[str] = (), index_bits: int | None = None
+           static: Sequence[str] = (), index_bits: int | None = None, cluster: Any = None
            ) -> Callable[[Callable[..., Any]], KernelFunction]: ...
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, threads: Any = 256,
            name: str | None = None, static: Sequence[str] = (),
-           index_bits: int | None = None) -> Any:
+           index_bits: int | None = None, cluster: Any = None) -> Any:
     """Make a tile kernel of a Python function: `@tl.kernel` or `@tl.kernel(threads=...)`.
 
     threads: the CTA's threads, an int, (x, y, z), or a callable of the constexprs and
     static dims (a dict) giving one. name: the gpu.func symbol (default: the function's
     name). static: dim names the kernel is compiled per value of (the body sees ints).
-    index_bits: 64 to keep 64-bit indices even where 32 bits would do.
+    index_bits: 64 to keep 64-bit indices even where 32 bits would do. cluster: the
+    CTAs of a thread block cluster (sm_90), as threads is given: the kernel runs in
+    clusters (nvvm.cluster_dim), its ops may take scope `tl.cluster`, and its grid must
+    be whole clusters.
     """
     def wrap(f: Callable[..., Any]) -> KernelFunction:
-        return KernelFunction(f, threads, name, static, index_bits)
+        return KernelFunction(f, threads, name, static, index_bits, cluster=cluster)
 
     return wrap(fn) if fn is not None else wrap

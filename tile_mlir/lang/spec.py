@@ -11,7 +11,8 @@ computes it too, and finds the kernel in the cache by it):
   whether the array is passed as a static memref (every dim static, contiguous,
   aligned) instead of a pointer with sizes and strides;
 - per scalar parameter its dtype; the constexpr values; the static dims' values;
-- the block shape, the index width (32 bits when every array's furthest element
+- the block shape, the cluster shape of a kernel that runs in thread block clusters
+  (`cluster=`), the index width (32 bits when every array's furthest element
   fits contract.INDEX_LIMIT with HEADROOM to spare) and which arrays overlap.
 
 `roles(spec)` lists the kernel's arguments in order; the builder makes one
@@ -69,6 +70,7 @@ class KernelInfo:
     threads: Any  # int, (x, y, z), or a callable of the constexprs and static dims
     static: tuple[str, ...] = ()
     index_bits: int | None = None  # None: 32 where the arrays allow
+    cluster: Any = None  # CTAs per cluster: None, an int, (x, y, z) or a callable like threads
 
 
 # ------------------------------------------------------------------ specializations
@@ -113,12 +115,14 @@ class Specialization:
     block: tuple[int, int, int]
     index_bits: int
     overlaps: tuple[tuple[str, str], ...] = ()  # arrays whose memory overlaps
+    cluster: tuple[int, int, int] | None = None  # CTAs per thread block cluster
 
     def __repr__(self) -> str:
         parts = [", ".join(map(repr, self.params))]
         if self.constexprs or self.static:
             parts.append(", ".join(f"{n}={v!r}" for n, v in (*self.constexprs, *self.static)))
-        parts.append(f"block {'x'.join(map(str, self.block))}, i{self.index_bits}")
+        cluster = f", cluster {'x'.join(map(str, self.cluster))}" if self.cluster else ""
+        parts.append(f"block {'x'.join(map(str, self.block))}{cluster}, i{self.index_bits}")
         if self.overlaps:
             parts.append("overlapping " + ", ".join(f"{a}~{b}" for a, b in self.overlaps))
         return f"<{self.kernel.rsplit('.', 1)[-1]}: {'; '.join(parts)}>"
@@ -293,14 +297,28 @@ def check_constexpr(value: Any, where: str) -> Any:
     return value
 
 
-def block_of(info: KernelInfo, values: Mapping[str, Any]) -> tuple[int, int, int]:
-    threads = info.threads(dict(values)) if callable(info.threads) else info.threads
-    dims = (threads,) if isinstance(threads, int) else tuple(threads)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(t, int) and t > 0 for t in dims):
-        raise ArgumentError(f"{info.name}: threads must be a positive int or (x, y, z), "
-                            f"got {threads!r}")
+def _dims3(value: Any, what: str, name: str) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(t, int) and not isinstance(t, bool)
+                                         and t > 0 for t in dims):
+        raise ArgumentError(f"{name}: {what} must be a positive int or (x, y, z), "
+                            f"got {value!r}")
     x, y, z = (*dims, 1, 1)[:3]
     return x, y, z
+
+
+def block_of(info: KernelInfo, values: Mapping[str, Any]) -> tuple[int, int, int]:
+    threads = info.threads(dict(values)) if callable(info.threads) else info.threads
+    return _dims3(threads, "threads", info.name)
+
+
+def cluster_of(info: KernelInfo, values: Mapping[str, Any]) -> tuple[int, int, int] | None:
+    """The CTAs per cluster of a kernel with `cluster=` (None: no clusters, or 1 CTA)."""
+    cluster = info.cluster(dict(values)) if callable(info.cluster) else info.cluster
+    if cluster is None:
+        return None
+    dims = _dims3(cluster, "cluster", info.name)
+    return None if dims == (1, 1, 1) else dims
 
 
 def index_bits(arrays: Sequence[Described]) -> int:
@@ -376,10 +394,11 @@ def specialize(info: KernelInfo, values: Sequence[Any]) -> Bound:
     params = tuple(tensor_spec(p, arrays[n], static) if p.kind == "tensor"
                    else ScalarSpec(p.name, p.dtype) for n, p in enumerate(tensors))
     bits = info.index_bits or index_bits(list(arrays.values()))
+    known = {**dict(constexprs), **static}
     spec = Specialization(
         info.qualname, params, tuple(constexprs), tuple(static.items()),
-        block_of(info, {**dict(constexprs), **static}), bits,
-        overlaps([(tensors[n].name, d) for n, d in arrays.items()]))
+        block_of(info, known), bits,
+        overlaps([(tensors[n].name, d) for n, d in arrays.items()]), cluster_of(info, known))
     return Bound(spec, arrays, scalars, {name: size for name, (size, _) in binding.dims.items()})
 
 
