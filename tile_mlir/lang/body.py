@@ -13,6 +13,7 @@ options through as attributes (variant=, vector_bytes=, stage=, padding=...).
 from __future__ import annotations
 
 import difflib
+import functools
 import linecache
 import re
 from collections.abc import Iterator, Sequence
@@ -192,10 +193,19 @@ def _static_shape(shape: Any) -> tuple[int, ...]:
     return dims
 
 
+@functools.lru_cache(maxsize=1024)
+def _checked(layout: TileLayout | str) -> TileLayout:
+    """A layout parsed and validated, once per text (validating enumerates its elements: a
+    cluster's register tile has tens of thousands, and a program allocates many)."""
+    if isinstance(layout, str):
+        return TileLayout.parse(layout)  # validated as it is parsed
+    layout.validate()
+    return layout
+
+
 def _layout(text: TileLayout | str, shape: tuple[int, ...]) -> TileLayout:
     try:
-        layout = text if isinstance(text, TileLayout) else TileLayout.parse(text)
-        layout.validate()
+        layout = _checked(text)
     except LayoutError as e:
         at_char = f" at character {e.position}" if e.position is not None else ""
         spec = f" ({e.spec!r}{at_char})" if e.spec else ""

@@ -28,6 +28,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, nvvm
 
 from tile_mlir.dialects.tile import SCOPES
+from tile_mlir.layout import TileLayout
 from tile_mlir.lowering.support.alignment import defining_op, root_buffer
 from tile_mlir.lowering.support.analysis import defining_layout, memory_space
 from tile_mlir.lowering.support.emit import const, const_index, linear_thread_id
@@ -71,8 +72,10 @@ def _iteration_slice(value: ir.Value, block: ir.Block) -> tuple[ir.Value, int] |
     return None
 
 
-def _window(value: ir.Value) -> Window | None:
-    """Where a subview lies in its source, as far as it is static."""
+def _window(value: ir.Value, bound: tuple[int, ...] | None = None) -> Window | None:
+    """Where a subview lies in its source, as far as it is static. `bound`: the register
+    tile an op walks, which touches a memory operand only on their overlap (a dynamic
+    size there touches at most the tile's extent)."""
     op = defining_op(value)
     if op is None or op.name != "memref.subview":
         return None
@@ -80,28 +83,37 @@ def _window(value: ir.Value) -> Window | None:
     offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
     sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
     steps = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    if bound is not None and len(bound) == len(sizes):
+        sizes = [b if s == dynamic else min(s, b) for s, b in zip(sizes, bound, strict=True)]
     dims = tuple((o, s) if dynamic not in (o, s) and step == 1 else None
                  for o, s, step in zip(offsets, sizes, steps, strict=True))
     return op.operands[0], dims
 
 
-def _owners(op: ir.Operation) -> str:
-    """The register layout (held once per element) whose holder of each element of the
-    op's tile is the thread that touches it in memory ("" when the op has none)."""
+def _anchor(op: ir.Operation) -> TileLayout | None:
+    """The layout of the register tile the op walks: its largest register operand's."""
+    layouts = []
     for value in op.operands:
         if isinstance(value.type, ir.MemRefType) and \
                 memory_space(ir.MemRefType(value.type)) == "local":
             layout = defining_layout(value)
-            if layout is not None and layout.is_distributed and not layout.replicas and \
-                    tuple(ir.MemRefType(value.type).shape) == tuple(
-                        ir.MemRefType(op.operands[0].type).shape):
-                return str(layout)
-    return ""
+            if layout is not None:
+                layouts.append(layout)
+    return max(layouts, key=lambda layout: layout.size) if layouts else None
+
+
+def _owners(anchor: TileLayout | None) -> str:
+    """The anchor's layout where it holds each element once: its holder of an element is
+    then the thread that touches it in memory ("" otherwise)."""
+    if anchor is None or not anchor.is_distributed or anchor.replicas:
+        return ""
+    return str(anchor)
 
 
 def _touches(op: ir.Operation) -> list[_Touch]:
     scope = ir.StringAttr(op.attributes["scope"]).value
-    owners = _owners(op) if op.name != "tile.reduce" else ""
+    anchor = _anchor(op) if op.name != "tile.reduce" else None
+    bound = anchor.shape if anchor is not None else None
     found = []
     for n, value in enumerate(op.operands):
         if not isinstance(value.type, ir.MemRefType):
@@ -110,7 +122,7 @@ def _touches(op: ir.Operation) -> list[_Touch]:
             continue
         found.append(_Touch(root_buffer(value), writes=n == 0, scope=scope,
                             slice=_iteration_slice(value, op.block), view=value,
-                            window=_window(value), owners=owners))
+                            window=_window(value, bound), owners=_owners(anchor)))
     return found
 
 
