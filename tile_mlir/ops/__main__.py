@@ -23,7 +23,8 @@ END = "<!-- end of the generated reference -->"
 def _line(op: op_table.EwOp | op_table.Composite) -> str:
     dtypes = ",".join(DTYPES[d].numpy for d in op.dtypes)
     if isinstance(op, op_table.Composite):
-        rows = f"rows={','.join(op.rows)}" if op.rows else "reduce"
+        rows = f"rows={','.join(op.rows)}" if op.rows else \
+            "reduce" if op.family == "reduction" else "fused"
         return f"{op.name:<17} composite family={op.family:<13} dtypes={dtypes} {rows}"
     return f"{op.name:<17} arity={op.arity} family={op.family:<13} dtypes={dtypes} " \
            f"result={op.out}{' exact' if op.exact else ''}"

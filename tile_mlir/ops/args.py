@@ -268,8 +268,11 @@ def same_view(a: Array, b: Array) -> bool:
 
 
 def overlaps(a: Array, b: Array) -> bool:
-    """Whether two arrays share a byte (on one device)."""
+    """Whether two arrays share a byte (on one device). A buffer the plan allocates has no
+    address yet (pointer 0): it overlaps only views of itself (the same root)."""
     if a.device != b.device or not a.numel or not b.numel:
+        return False
+    if 0 in (a.pointer, b.pointer) and a.root and b.root and a.root != b.root:
         return False
     a_low, a_high = span(a)
     b_low, b_high = span(b)
