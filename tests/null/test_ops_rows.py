@@ -351,3 +351,96 @@ def test_the_planner_runs_short_rows_a_row_a_thread(device: Device,
     eps = float(np.finfo(np.float32).eps)  # torch's default: the dtype's epsilon
     want = ref.rms_norm(values, 1, w, eps)
     ref.check(got, want, ref.norm_bound(want, 16, "f32"), "rms_norm, eps=None")
+
+
+# ------------------------------------------------------------------ torch.compile
+
+
+def test_the_custom_ops_schemas() -> None:
+    from tile_mlir.ops.torch_library import OPS, variants
+
+    schemas = {v.name: v.schema(e.form.returns) for e in OPS for v in variants(e)
+               if e.form.name in ("softmax", "rms_norm", "layer_norm", "fused_add")}
+    assert schemas == {
+        "softmax": "(Tensor input, int dim=-1, ScalarType? dtype=None) -> Tensor",
+        "log_softmax": "(Tensor input, int dim=-1, ScalarType? dtype=None) -> Tensor",
+        "rms_norm": "(Tensor input, int[] normalized_shape, Tensor? weight=None, "
+                    "float? eps=None) -> Tensor",
+        "layer_norm": "(Tensor input, int[] normalized_shape, Tensor? weight=None, "
+                      "Tensor? bias=None, float eps=1e-05) -> Tensor",
+        "fused_add_rms_norm": "(Tensor(a!) input, Tensor(b!) residual, Tensor weight, "
+                              "float eps) -> ()",
+    }
+
+
+def test_the_custom_ops_call_the_library_by_its_signature() -> None:
+    from tile_mlir.ops import torch_library as tl_
+
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    def record(*args: Any, **kwargs: Any) -> None:
+        calls.append((args, kwargs))
+
+    entry = next(e for e in tl_.OPS if e.name == "layer_norm")
+    tl_._library_call(record, entry, {"input": "x", "normalized_shape": [8], "weight": "w",
+                                      "bias": None, "eps": 1e-5}, False)
+    entry = next(e for e in tl_.OPS if e.name == "fused_add_rms_norm")
+    tl_._library_call(record, entry, {"input": "x", "residual": "r", "weight": "w",
+                                      "eps": 1e-6}, False)
+    assert calls == [(("x",), {"normalized_shape": [8], "weight": "w", "bias": None,
+                               "eps": 1e-5}),
+                     (("x", "r", "w"), {"eps": 1e-6})]
+
+
+def _torch_stand_ins(torch: Any) -> dict[str, Callable[..., Any]]:
+    """torch versions of the row ops with the library's signatures (CPU tensors)."""
+    F = torch.nn.functional
+
+    def softmax(input: Any, dim: int = -1, *, dtype: Any = None) -> Any:  # noqa: A002
+        return torch.softmax(input, dim, dtype=dtype)
+
+    def log_softmax(input: Any, dim: int = -1, *, dtype: Any = None) -> Any:  # noqa: A002
+        return torch.log_softmax(input, dim, dtype=dtype)
+
+    def rms_norm(input: Any, normalized_shape: Any, weight: Any = None,  # noqa: A002
+                 eps: Any = None) -> Any:
+        return F.rms_norm(input, normalized_shape, weight, eps)
+
+    def layer_norm(input: Any, normalized_shape: Any, weight: Any = None,  # noqa: A002
+                   bias: Any = None, eps: float = 1e-5) -> Any:
+        return F.layer_norm(input, normalized_shape, weight, bias, eps)
+
+    def fused_add_rms_norm(input: Any, residual: Any, weight: Any, eps: float) -> None:  # noqa: A002
+        total = input + residual
+        residual.copy_(total)
+        input.copy_(F.rms_norm(total, (input.shape[-1],), weight, eps))
+
+    return {"softmax": softmax, "log_softmax": log_softmax, "rms_norm": rms_norm,
+            "layer_norm": layer_norm, "fused_add_rms_norm": fused_add_rms_norm}
+
+
+def test_the_custom_ops_pass_opcheck_and_compile_with_torch() -> None:
+    """With torch (a CPU build will do): the row ops' custom ops, in a namespace of their
+    own over torch stand-ins, pass torch.library.opcheck (the in-place op's mutations
+    declared) and torch.compile(fullgraph=True) gives eager's results."""
+    torch = pytest.importorskip("torch")
+    from tile_mlir.ops import torch_library as tl_
+
+    functions = _torch_stand_ins(torch)
+    t = tl_.register([e for e in tl_.OPS if e.name in functions], "tile_mlir_rows_test",
+                     functions.get)
+    x, w, b, r = torch.randn(4, 8), torch.randn(8), torch.randn(8), torch.randn(4, 8)
+    for name, args in (("softmax", [x, 0, None]), ("log_softmax", [x, -1, torch.float64]),
+                       ("rms_norm", [x, [8], w, None]), ("layer_norm", [x, [8], w, b, 1e-5]),
+                       ("fused_add_rms_norm", [x.clone(), r.clone(), w, 1e-6])):
+        torch.library.opcheck(getattr(t.ops, name).default, args, {})
+
+    def block(x: Any, r: Any) -> tuple[Any, ...]:
+        z = t.layer_norm(t.softmax(x, dim=-1), [8], w, b, 1e-5)
+        t.fused_add_rms_norm(z, r, w, 1e-6)
+        return t.log_softmax(z, 0), t.rms_norm(r, (8,), w), z, r
+
+    want = block(x.clone(), r.clone())
+    got = torch.compile(block, backend="aot_eager", fullgraph=True)(x.clone(), r.clone())
+    for g, v in zip(got, want, strict=True):
+        torch.testing.assert_close(g, v)
