@@ -39,7 +39,7 @@ def rows_for(n: int) -> int:
 
 
 def _host(t: Any) -> np.ndarray:
-    return t.detach().double().cpu().numpy()
+    return np.asarray(t.detach().double().cpu().numpy())
 
 
 def _inputs(torch: Any, shape: tuple[int, ...], dtype: str, op: str) -> dict[str, Any]:
