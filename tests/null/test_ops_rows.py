@@ -444,3 +444,12 @@ def test_the_custom_ops_pass_opcheck_and_compile_with_torch() -> None:
     got = torch.compile(block, backend="aot_eager", fullgraph=True)(x.clone(), r.clone())
     for g, v in zip(got, want, strict=True):
         torch.testing.assert_close(g, v)
+
+
+def test_the_command_line_explains_a_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    from tile_mlir.ops.__main__ import main
+
+    assert main(["--explain", "layer_norm:128x262144:f32"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("layer_norm f32 128x262144: cluster: ")
+    assert "a cluster of 8 CTAs of 1024 threads" in out

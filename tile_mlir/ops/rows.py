@@ -210,6 +210,9 @@ def plan_for(m: int, n: int, vec: int, device: int) -> Plan:
 def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
             clusters: bool = True) -> str:
     """Why the planner runs `op` over the last dim of a contiguous `shape` as it does."""
+    if op not in NAMES or dtype not in SUPPORTED:
+        raise ValueError(f"explain: {op} {dtype}: the row ops are {', '.join(NAMES)}, on "
+                         f"{', '.join(SUPPORTED)}")
     n = shape[-1] if shape else 1
     m = math.prod(shape[:-1])
     plan = choose(m, n, vector_width(n, dtype, []), clusters)
