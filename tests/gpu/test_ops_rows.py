@@ -90,6 +90,8 @@ def run_op(op: str, dtype: str, shape: tuple[int, ...], eps: float = 1e-5) -> st
         got, theirs, want = _fused_add(x, r, w, eps, dtype)
         bound = ref.norm_bound(want, n, dtype)
     worst = ref.check(got, want, bound, f"{op} {dtype} {shape}")
+    if op == "softmax":
+        ref.sums_to_one(got, n, dtype)
     ours, torch_error = _error(got, want), _error(theirs, want)
     largest = float(np.abs(want[np.isfinite(want)]).max()) if np.isfinite(want).any() else 0.0
     assert ours <= 4 * torch_error + ref.ULP[dtype] * largest, \

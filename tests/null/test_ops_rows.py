@@ -202,6 +202,7 @@ def _softmax(log: bool) -> Run:
         else:
             want = ref.softmax(x)
             ref.check(got, want, ref.softmax_bound(want, n, dtype), "softmax")
+            ref.sums_to_one(got, n, dtype)
     return run
 
 

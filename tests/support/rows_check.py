@@ -106,6 +106,15 @@ def norm_bound(expected: Array, n: int, dtype: str, shift: Array | float = 0.0) 
     return bound
 
 
+def sums_to_one(got: Array, n: int, dtype: str) -> None:
+    """Softmax rows sum to 1 within the dtype's rounding (half an ulp of each element,
+    an ulp of 1 in all) and the f32 sum's error."""
+    sums = f64(got).reshape(-1, max(n, 1)).sum(axis=-1)
+    error = np.abs(sums - 1.0)
+    assert (error <= ULP[dtype] + terms(n) * F32_EPS).all(), \
+        f"a softmax row sums to 1 +- {error.max():.3g}"
+
+
 def check(got: Array, expected: Array, bound: Array, what: str) -> float:
     """Every element within its bound (NaN where expected is NaN, the same infinities);
     returns the largest error relative to the bound."""
