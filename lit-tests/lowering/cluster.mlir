@@ -3,8 +3,9 @@
 // A register layout over tid at cluster scope spreads a tile over the cluster's CTAs;
 // a reduction over it folds each CTA's warps through its shared memory (one bar.sync),
 // then the CTAs' partials through distributed shared memory between two cluster
-// barriers (mapa.shared::cluster, ld.shared::cluster); the result is replicated in
-// every thread of the cluster.
+// barriers (mapa.shared::cluster, ld.shared::cluster; the second stands for the first
+// of a later reduction where there is one); the result is replicated in every thread of
+// the cluster.
 // RUN: tile-opt %s --split-input-file --verify-diagnostics --tile-verify --tile-lower --canonicalize --cse | FileCheck %s
 // RUN: not tile-opt %s --split-input-file -p tile-to-ptx --emit=ptx 2>/dev/null | FileCheck %s --check-prefix=PTX
 
@@ -56,6 +57,41 @@ gpu.module @m {
     "tile.reduce"(%s, %t) {kind = "sum", scope = "cluster"} : (memref<1x1xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
     "tile.elementwise"(%t, %t, %s) {op = "div", scope = "cluster", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<128x4xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>, memref<1x1xf32, #gpu.address_space<private>>) -> ()
     "tile.copy"(%yv, %t) {scope = "cluster"} : (memref<128x4xf32>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// Two reductions (a softmax's max and sum): the second's first cluster barrier keeps the
+// first's scratch alive until every CTA has read it, so the first needs no trailing one:
+// three cluster barriers, not four.
+// CHECK-LABEL: gpu.func @two_reductions
+// CHECK: nvvm.cluster.arrive
+// CHECK: nvvm.mapa
+// CHECK-NOT: nvvm.cluster.arrive
+// CHECK: math.exp
+// CHECK: nvvm.cluster.arrive
+// CHECK: nvvm.mapa
+// CHECK: nvvm.cluster.arrive
+// CHECK-NOT: nvvm.cluster.arrive
+// CHECK: gpu.return
+// PTX-LABEL: .entry two_reductions(
+// PTX-COUNT-3: barrier.cluster.arrive;
+// PTX-NOT: barrier.cluster.arrive;
+// PTX: ret;
+gpu.module @m {
+  gpu.func @two_reductions(%x: memref<128x4xf32>, %y: memref<128x4xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.cluster_dim = array<i32: 2, 1, 1>} {
+    %t = "tile.alloc"() {layout = #tile.layout<"S[(128, 4):(1@tid, 1)]">} : () -> memref<128x4xf32, #gpu.address_space<private>>
+    %m = "tile.alloc"() {layout = #tile.layout<"S[(1, 1)], R[128:1@tid]">} : () -> memref<1x1xf32, #gpu.address_space<private>>
+    %s = "tile.alloc"() {layout = #tile.layout<"S[(1, 1)], R[128:1@tid]">} : () -> memref<1x1xf32, #gpu.address_space<private>>
+    "tile.copy"(%t, %x) {scope = "cluster"} : (memref<128x4xf32, #gpu.address_space<private>>, memref<128x4xf32>) -> ()
+    "tile.reduce"(%m, %t) {kind = "max", scope = "cluster"} : (memref<1x1xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
+    "tile.elementwise"(%t, %t, %m) {op = "sub", scope = "cluster", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<128x4xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>, memref<1x1xf32, #gpu.address_space<private>>) -> ()
+    "tile.elementwise"(%t, %t) {op = "exp", scope = "cluster", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<128x4xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
+    "tile.reduce"(%s, %t) {kind = "sum", scope = "cluster"} : (memref<1x1xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
+    "tile.elementwise"(%t, %t, %s) {op = "div", scope = "cluster", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<128x4xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>, memref<1x1xf32, #gpu.address_space<private>>) -> ()
+    "tile.copy"(%y, %t) {scope = "cluster"} : (memref<128x4xf32>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
     gpu.return
   }
 }

@@ -22,10 +22,12 @@ cluster barrier (barrier.cluster.arrive/wait: release and acquire across the
 cluster) every thread reads the partial of every CTA it folds with from that
 CTA's shared memory (mapa.shared::cluster, ld.shared::cluster) and folds them in
 rank order, so every thread of the cluster holds the same bits. A second cluster
-barrier follows the reads, always: a CTA's shared memory must outlive its
-readers (no CTA may exit, or reuse the scratch, before the others have read it).
-The CTA step's scratch needs no second barrier there: the first cluster barrier
-already stands between its reads and any later write.
+barrier follows the reads: a CTA's shared memory must outlive its readers (no CTA
+may exit, or reuse the scratch, before the others have read it), unless a later op
+of the block has a cluster barrier of its own (another such reduction: softmax's
+sum after its max), which does the same. The CTA step's scratch needs no second
+barrier: the first cluster barrier already stands between its reads and any later
+write.
 """
 
 from __future__ import annotations
@@ -256,6 +258,7 @@ def _across_ctas(op: _Local) -> None:
     info = op.info
     block = info.block
     assert block is not None
+    trailing = not _cluster_barrier_follows(info.op.operation)  # before ours stand
     cta_threads = math.prod(block)
     partial = _cta_partial(op)
     shared = scratch(info, op.red, _slots(op) * cta_threads)
@@ -283,7 +286,22 @@ def _across_ctas(op: _Local) -> None:
         return total
 
     _store_all(op, gather)
-    sync.barrier("cluster", block)
+    if trailing:
+        sync.barrier("cluster", block)
+
+
+def _cluster_barrier_follows(op: ir.Operation) -> bool:
+    """Does an op after this one in its block stand for a cluster barrier (one, or a
+    reduction across the cluster's CTAs, which has one before it reads)? Then that
+    barrier keeps every CTA's scratch alive until its readers are done (no CTA passes
+    it before all have read, none exits before it) and this op needs no trailing one."""
+    after = False
+    for other in op.block.operations:
+        if other.operation == op:
+            after = True
+        elif after and _barrier_scope(other.operation) == "cluster":
+            return True
+    return False
 
 
 def _root_rank(op: _Local, cta_threads: int) -> ir.Value:
