@@ -29,6 +29,10 @@ result's meta follows from the arguments); an op is one line of `OPS`: its name
 (the function of tile_mlir.ops it calls) and its form, with any parameters of
 its own.
 
+An op that writes arrays in place (fused_add_rms_norm: its input and residual) says so
+in its form (`mutates`, each such parameter's alias set: `Tensor(a!) input`) and returns
+nothing; torch.compile functionalizes it.
+
 The custom ops have no autograd formula (inference kernels): a backward through
 one raises torch's "no autograd formula" error.
 """
