@@ -454,3 +454,20 @@ def test_the_command_line_explains_a_shape(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     assert out.startswith("layer_norm f32 128x262144: cluster: ")
     assert "a cluster of 8 CTAs of 1024 threads" in out
+
+
+def test_numpy_arrays_in_and_out(device: Device, rng: np.random.Generator,
+                                 one_lane: None) -> None:
+    """NumPy arrays go through device copies; in place means in place on the host too."""
+    x = rng.uniform(-2, 2, (3, 24)).astype(np.float32)
+    r = rng.uniform(-2, 2, (3, 24)).astype(np.float32)
+    w = rng.uniform(-2, 2, 24).astype(np.float32)
+    got = ops.layer_norm(x, 24, w, None)
+    assert isinstance(got, np.ndarray)
+    want = ref.layer_norm(x, 1, w, None, 1e-5)
+    ref.check(got, want, ref.norm_bound(want, 24, "f32", 4.0), "layer_norm of NumPy arrays")
+    total = ref.added(x, r, "f32")
+    ops.fused_add_rms_norm(x, r, w, 1e-6)
+    assert np.array_equal(r, total)
+    want = ref.rms_norm(total, 1, w, 1e-6)
+    ref.check(x, want, ref.norm_bound(want, 24, "f32"), "fused_add_rms_norm on the host")

@@ -614,7 +614,7 @@ def fused_add_rms_norm(b: Builder, input: Any, residual: Any, weight: Any,  # no
     for a, other in ((r, x), (w, x), (w, r)):
         _refuse_overlap(b, a, other, what)
     if not x.numel:
-        return "None"
+        return "None"  # nothing to write back either
     lead = len(x.shape) - 1
     xs, rs = _in_place(b, x, lead, what), _in_place(b, r, lead, what)
     run(b, RowCall("fused_add_rms_norm", {"x": xs.rows, "r": rs.rows,
@@ -622,4 +622,20 @@ def fused_add_rms_norm(b: Builder, input: Any, residual: Any, weight: Any,  # no
                    {"eps": Num(eps.expr)}, {}))
     xs.finish(b, what)
     rs.finish(b, what)
-    return "None"
+    return _written_back(b, [x, r])
+
+
+def _write_back(pairs: Sequence[tuple[Any, Any]]) -> None:
+    for device_copy, original in pairs:
+        original[...] = args.to_host(device_copy)
+
+
+def _written_back(b: Builder, written: Sequence[Array]) -> str:
+    """The result of an op that writes arrays in place and returns None: a NumPy array
+    (staged through a device copy) gets the copy's values back after the launches."""
+    staged = [a for a in written if a.host is not None]
+    if not staged:
+        return "None"
+    back = b.name(_write_back, "_ROWS")
+    pairs = ", ".join(f"({b.object_of(a)}, {b.name(a.host)})" for a in staged)
+    return f"{back}(({pairs},))"
