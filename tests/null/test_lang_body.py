@@ -118,6 +118,29 @@ def test_index_arithmetic() -> None:
     assert tl.cdiv(10, 4) == 3 and tl.minimum(2, 5) == 2 and tl.maximum(2, 5) == 5
 
 
+def test_unsigned_index_compares() -> None:
+    def body(x: Vec) -> None:
+        i = tl.block_id() - 1
+        with tl.if_(i.ult(x.shape[0]) & (i + 1).ule(8)):
+            tl.cta.sqrt(x, x)
+
+    text = ir(body, D("f32", (100,)))
+    assert "arith.cmpi ult" in text and "arith.cmpi ule" in text
+
+
+def test_reshape_of_a_strided_view_keeps_its_layout() -> None:
+    """A view with a strided layout reshapes into one (MLIR infers the identity layout only
+    from the identity), its strides row-major or not."""
+    @tl.kernel(threads=32)
+    def body(x: tl.Tensor, y: tl.Tensor) -> None:
+        tl.cta.copy(y, x.reshape(4, 2, 4))
+
+    x = tl.TensorSpec("x", "f32", (4, 8), (None, None), ("8", "1"))
+    y = tl.TensorSpec("y", "f32", (4, 2, 4), (None,) * 3, ("8", "4", "1"))
+    spec = tl.Specialization(body.info.qualname, (x, y), (), (), (32, 1, 1), 32)
+    assert "into memref<4x2x4xf32, strided<[8, 4, 1]>>" in body.ir(spec)
+
+
 def test_loops_and_branches() -> None:
     def body(x: Vec) -> None:
         n = x.shape[0]
