@@ -24,7 +24,7 @@ class KernelProgram(Protocol):
 
     @property
     def name(self) -> str:
-        """The kernel's symbol (in gpu.module @ops)."""
+        """The kernel's symbol."""
 
     @property
     def threads(self) -> int:

@@ -31,9 +31,12 @@ that the row sees every element's index in the output whatever the strategy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from typing import Any, NamedTuple
 
+import tile_mlir.lang as tl
 from tile_mlir.dtypes import DTYPES
+from tile_mlir.lang.spec import ScalarSpec, Specialization, TensorSpec
+from tile_mlir.ops.programs import lang
 from tile_mlir.ops.programs.writer import DYNAMIC, Writer, memref_type, module_text
 
 INDEX = "index"
@@ -279,27 +282,123 @@ def kernel_text(sig: Signature) -> str:
     return _Kernel(sig).build()
 
 
-@dataclass(frozen=True)
-class ElementwiseProgram:
+# ------------------------------------------------------------------ the tile program
+
+
+@tl.kernel(name=KERNEL)
+def elementwise(*, OP: tl.constexpr, MODE: tl.constexpr, PIECE: tl.constexpr,
+                OPTIONS: tl.constexpr, INPUTS: tl.constexpr, **operands: Any) -> None:
+    """One registry row over a coalesced view, a piece per CTA. `operands`: the view's
+    sizes d0.. (integers; in blocks mode the width W is compiled in and its size
+    argument goes unused, so every mode takes the same arguments), `out`, and the inputs
+    INPUTS names in order (tensors and scalars; INDEX stands for the position of the
+    piece's first element, made here). OPTIONS: the tile op's (vector_bytes, stage)."""
+    out = operands["out"]
+    bid = tl.block_id()
+    if MODE == "flat":
+        start = bid * PIECE[0]
+        inputs = _inputs(operands, INPUTS, start)
+        _branch(_Op(OP, OPTIONS, PIECE, out, inputs), [], start, out.shape[0])
+        return
+    along = out.rank - 1 if MODE == "rows" else out.rank - 2
+    extent = out.shape[along]
+    per_line = tl.cdiv(extent, PIECE[0])
+    line = bid // per_line
+    start = (bid % per_line) * PIECE[0]
+    first = None
+    if INDEX in INPUTS:  # the piece's first element: line * extent + start (rows of W)
+        first = line * extent + start
+        first = first * PIECE[1] if MODE == "blocks" else first
+    inputs = _inputs(operands, INPUTS, first)
+    lead = _delinearize(line, list(out.shape[:along]))
+    _branch(_Op(OP, OPTIONS, PIECE, out, inputs), lead, start, extent)
+
+
+class _Op(NamedTuple):
+    """The tile op a piece runs, short of where."""
+
+    op: str
+    options: tuple[int, int]  # vector_bytes, stage
+    piece: tuple[int, ...]
+    out: tl.Tensor
+    inputs: list[Any]
+
+
+def _inputs(operands: dict[str, Any], names: tuple[str, ...], first: tl.Index | None
+            ) -> list[Any]:
+    """The tile op's inputs: the operands INPUTS names, INDEX as the i64 position."""
+    base = first.to("i64") if first is not None and INDEX in names else None
+    return [base if name == INDEX else operands[name] for name in names]
+
+
+def _delinearize(index: tl.Index, sizes: list[tl.Index]) -> list[tl.Index]:
+    """Row-major indices of `index` over `sizes` (the first unbounded)."""
+    indices = []
+    for size in reversed(sizes[1:]):
+        indices.append(index % size)
+        index = index // size
+    if sizes:
+        indices.append(index)
+    return list(reversed(indices))
+
+
+def _branch(op: _Op, lead: list[tl.Index], start: tl.Index, extent: tl.Index) -> None:
+    """If the piece is whole, the static-shape tile op (staged); else the dynamic one."""
+    with tl.if_((start + op.piece[0]).ule(extent)) as whole:
+        _tile_op(op, lead, start, op.piece[0], op.options[1])
+    with whole.otherwise():
+        _tile_op(op, lead, start, extent - start, 1)
+
+
+def _tile_op(op: _Op, lead: list[tl.Index], start: tl.Index, length: Any, stage: int
+             ) -> None:
+    """Every array operand's piece (the outer indices picked, `length` from `start` along
+    the piece's dim, the whole width in blocks mode) and the tile.elementwise on them."""
+    def piece(t: tl.Tensor) -> tl.Tensor:
+        return t[(*lead, tl.ds(start, length), *([slice(None)] * (len(op.piece) - 1)))]
+
+    out = piece(op.out)
+    inputs = [piece(x) if isinstance(x, tl.Tensor) else x for x in op.inputs]
+    tl.cta.elementwise(op.op, out, *inputs, vector_bytes=op.options[0], stage=stage)
+
+
+def specialization(sig: Signature) -> Specialization:
+    """The elementwise kernel's specialization for a signature: the sizes (index-width
+    integers), out, the inputs (x1.., INDEX skipped), each array at its stride classes
+    over the view (blocks: the width W static); in place, out shares memory with every
+    input array."""
+    dims: list[str | None] = [f"d{i}" for i in range(sig.rank)]
+    shape: list[int | None] = [None] * sig.rank
+    if sig.mode == "blocks":
+        dims[-1], shape[-1] = None, sig.width
+
+    def array(name: str, spec: ArraySpec) -> TensorSpec:
+        return TensorSpec(name, spec.dtype, tuple(shape), tuple(dims), spec.strides,
+                          spec.offset)
+
+    params: list[TensorSpec | ScalarSpec] = [
+        *(ScalarSpec(f"d{i}", f"i{sig.index_bits}") for i in range(sig.rank)),
+        array("out", sig.out)]
+    names = []
+    for n, given in enumerate(sig.inputs, start=1):
+        names.append(INDEX if given == INDEX else f"x{n}")
+        if isinstance(given, ArraySpec):
+            params.append(array(f"x{n}", given))
+        elif given != INDEX:
+            params.append(ScalarSpec(f"x{n}", given))
+    shared = [("out", p.name) for p in params[sig.rank + 1:] if isinstance(p, TensorSpec)]
+    strategy = sig.strategy
+    constexprs = (("OP", sig.op), ("MODE", sig.mode), ("PIECE", sig.piece()),
+                  ("OPTIONS", (strategy.vector_bytes, strategy.stage)),
+                  ("INPUTS", tuple(names)))
+    return lang.specialization(elementwise, params, constexprs=constexprs,
+                               threads=strategy.threads, index_bits=sig.index_bits,
+                               overlaps=shared if sig.inplace else ())
+
+
+class ElementwiseProgram(lang.LangProgram):
     """The elementwise kernel of a signature, behind programs.KernelProgram."""
 
-    sig: Signature
-    name: str = KERNEL
-
-    @property
-    def threads(self) -> int:
-        return self.sig.strategy.threads
-
-    def request(self) -> str:
-        return f"tile_mlir.ops elementwise {self.sig!r}"
-
-    @cached_property
-    def _built(self) -> tuple[str, tuple[str, ...]]:
-        kernel = _Kernel(self.sig)
-        return kernel.build(), kernel.w.params()
-
-    def ir(self) -> str:
-        return self._built[0]
-
-    def params(self) -> tuple[str, ...]:
-        return self._built[1]
+    def __init__(self, sig: Signature):
+        super().__init__(elementwise, specialization(sig), describe(sig))
+        self.sig = sig

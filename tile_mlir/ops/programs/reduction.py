@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
+import tile_mlir.lang as tl
 from tile_mlir.contract import ACCESS_BYTES
 from tile_mlir.dtypes import DTYPES
+from tile_mlir.lang.spec import Specialization, TensorSpec
+from tile_mlir.ops.programs import lang
 from tile_mlir.ops.programs.writer import DYNAMIC, Writer, memref_type, module_text
 
 BLOCK = 256  # threads per CTA
@@ -329,35 +331,86 @@ class _Reduction:
                            attributes=f"known_grid_size = array<i32: {gx}, {gy}, {gz}>")
 
 
-@dataclass(frozen=True)
-class ReductionProgram:
+# ------------------------------------------------------------------ the tile programs
+
+
+@tl.kernel(name="reduce_rows", index_bits=64)
+def reduce_rows(x: tl.Tensor, y: tl.Tensor, *, KIND: tl.constexpr, SCALE: tl.constexpr,
+                CHUNKS: tl.constexpr, PER_CTA: tl.constexpr, GRID: tl.constexpr) -> None:
+    """Rows [A, R] seen as [A, CHUNKS, L]: a CTA reduces PER_CTA consecutive (row, chunk)
+    lines into y [A, CHUNKS]. Tiles keep every dim (a unit one included): the reduce's
+    destination is its kept dims."""
+    tl.grid(*GRID)
+    a, r = x.shape
+    length = r // CHUNKS
+    rows = x.reshape(a, CHUNKS, length)
+    bid = tl.block_id()
+    if PER_CTA <= CHUNKS:  # PER_CTA chunks of one row
+        blocks = CHUNKS // PER_CTA
+        at = (tl.ds(bid // blocks, 1), tl.ds((bid % blocks) * PER_CTA, PER_CTA))
+    else:  # whole rows, every chunk of each
+        at = (tl.ds(bid * (PER_CTA // CHUNKS), PER_CTA // CHUNKS), tl.ds(0, CHUNKS))
+    tile_x = rows[(*at, tl.ds(0, length))]
+    tl.cta.reduce(KIND, y[at], tile_x, axes=2, scale=SCALE)
+
+
+@tl.kernel(name="reduce_columns", index_bits=64)
+def reduce_columns(x: tl.Tensor, y: tl.Tensor, *, KIND: tl.constexpr, SCALE: tl.constexpr,
+                   COLUMNS: tl.constexpr, ROWS: tl.constexpr, GRID: tl.constexpr) -> None:
+    """[A, R, B]: a CTA reduces COLUMNS columns of one batch over one chunk of ROWS rows
+    (grid y: the chunk) into y [A, chunks, B]."""
+    tl.grid(*GRID)
+    blocks = x.shape[2] // COLUMNS
+    bx = tl.block_id(0)
+    chunk = tl.block_id(1)
+    batch = bx // blocks
+    columns = tl.ds((bx % blocks) * COLUMNS, COLUMNS)
+    tile_x = x[tl.ds(batch, 1), tl.ds(chunk * ROWS, ROWS), columns]
+    tl.cta.reduce(KIND, y[tl.ds(batch, 1), tl.ds(chunk, 1), columns], tile_x, axes=1,
+                  scale=SCALE)
+
+
+def describe(stage: Stage) -> str:
+    """A one-line summary of a stage (the first line of its kernel's text)."""
+    return (f"tile_mlir.ops reduce {stage.kind}: [{stage.a}, {stage.r}, {stage.b}] "
+            f"{stage.src} strides [{', '.join(stage.source_strides())}]"
+            f"{' +offset' if stage.offset else ''} -> [{stage.a}, {stage.chunks}, "
+            f"{stage.b}] {stage.dst}")
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[str, ...]:
+    return tuple(str(math.prod(shape[d + 1:])) for d in range(len(shape)))
+
+
+def specialization(stage: Stage) -> Specialization:
+    """A stage's kernel specialization: the source at its sizes (compiled in) and strides
+    (numbers, or "?n" given at launch), the destination contiguous."""
+    source = (stage.a, stage.r) if stage.rows else (stage.a, stage.r, stage.b)
+    out = stage.out_shape[:2] if stage.rows else stage.out_shape
+    x = TensorSpec("x", stage.src, source, (None,) * len(source), stage.source_strides(),
+                   stage.offset)
+    y = TensorSpec("y", stage.dst, out, (None,) * len(out), _contiguous(out))
+    if stage.rows:
+        kernel, layout = reduce_rows, (("CHUNKS", stage.chunks),
+                                       ("PER_CTA", rows_per_cta(stage)))
+    else:
+        kernel, layout = reduce_columns, (("COLUMNS", columns_per_cta(stage)),
+                                          ("ROWS", stage.r // stage.chunks))
+    constexprs = (("KIND", stage.kind), ("SCALE", stage.scale), *layout, ("GRID", stage.grid))
+    return lang.specialization(kernel, (x, y), constexprs=constexprs, threads=BLOCK,
+                               index_bits=64)
+
+
+class ReductionProgram(lang.LangProgram):
     """A reduction stage's kernel, behind programs.KernelProgram."""
 
-    stage: Stage
-
-    @property
-    def name(self) -> str:
-        return "reduce_rows" if self.stage.rows else "reduce_columns"
-
-    @property
-    def threads(self) -> int:
-        return BLOCK
-
-    def request(self) -> str:
-        return f"tile_mlir.ops reduction {self.stage!r}"
-
-    @cached_property
-    def _built(self) -> tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]:
-        writer = _Reduction(self.stage)
-        text = writer.rows() if self.stage.rows else writer.columns()
-        return text, writer.w.params(), tuple(writer.roles)
-
-    def ir(self) -> str:
-        return self._built[0]
-
-    def params(self) -> tuple[str, ...]:
-        return self._built[1]
+    def __init__(self, stage: Stage):
+        spec = specialization(stage)
+        super().__init__(reduce_rows if stage.rows else reduce_columns, spec, describe(stage))
+        self.stage = stage
 
     def roles(self) -> tuple[tuple[str, int], ...]:
         """Per argument: ("x", 0), ("stride", dim), ("offset", 0) or ("y", 0)."""
-        return self._built[2]
+        return tuple(("stride", role.dim) if role.kind == "stride" else
+                     ("offset", 0) if role.kind == "offset" else (role.name, 0)
+                     for role in self.spec.roles)

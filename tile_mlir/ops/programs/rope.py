@@ -29,11 +29,13 @@ from one load, a two-destination op or a staging copy).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import tile_mlir.lang as tl
 from tile_mlir.contract import ACCESS_BYTES
 from tile_mlir.dtypes import DTYPES
+from tile_mlir.lang.spec import ScalarSpec, Specialization, TensorSpec
+from tile_mlir.ops.programs import lang
 from tile_mlir.ops.programs.elementwise import ArraySpec
 from tile_mlir.ops.programs.writer import DYNAMIC, Writer, memref_type, module_text
 
@@ -268,34 +270,121 @@ def _times(stride: str, step: int) -> str:
     return stride if stride == DYNAMIC or step == 1 else str(int(stride) * step)
 
 
-@dataclass(frozen=True)
-class RopeProgram:
+# ------------------------------------------------------------------ the tile program
+
+
+@tl.kernel(name=KERNEL)
+def rope(*, STYLE: tl.constexpr, ROTARY_DIM: tl.constexpr, TOKENS_PER_CTA: tl.constexpr,
+         **operands: Any) -> None:
+    """Rotate the query's and key's pairs of each of this CTA's tokens. `operands`: the
+    counts tokens and max_position (integers), the arrays (without a key, no key or
+    key_out): an output has a pointer per slot it is written in (its views: the pairs'
+    first elements, their second ones, the dims past rotary_dim), so that the slots' ops
+    share no buffer and need no barrier between them; the cache is (max_position, heads,
+    rotary_dim), the heads broadcast."""
+    first = tl.block_id() * TOKENS_PER_CTA
+    for i in range(TOKENS_PER_CTA):
+        _token(operands, first + i, (STYLE, ROTARY_DIM))
+
+
+def _token(operands: dict[str, Any], token: tl.Index, rotation: tuple[str, int]) -> None:
+    """Token `token` (if there is one): its position, then the rotation or NaN."""
+    positions = operands["positions"]
+    with tl.if_(token.ult(positions.shape[0])):
+        loaded = positions.load(token)
+        inside = _inside(loaded, operands["max_position"])
+        position = loaded.index()
+        arrays = [a for a in ("query", "key") if a in operands]
+        with tl.if_(inside) as known:
+            for which in arrays:
+                _rotate(operands, which, token, position, rotation)
+        with known.otherwise():  # a position outside the cache: NaN, not a read past it
+            for which in arrays:
+                out = operands[f"{which}_out"][0]
+                tl.cta.fill(out[token, :, :], float("nan"), vector_bytes=ACCESS_BYTES,
+                            stage=1)
+
+
+def _inside(position: tl.Scalar, limit: tl.Scalar) -> tl.Bool:
+    """0 <= position < max_position, compared in the wider of the positions' type and the
+    index arguments' (a 64-bit position is not cut to a 32-bit index before)."""
+    wide = max(position.dtype, limit.dtype, key=lambda d: int(d[1:]))
+    return position.to(wide).ult(limit.to(wide))
+
+
+def _rotate(operands: dict[str, Any], which: str, token: tl.Index, position: tl.Index,
+            rotation: tuple[str, int]) -> None:
+    """One array's rotation at one token: the pairs' two ops and the pass-through."""
+    style, rotary_dim = rotation
+    half = rotary_dim // 2
+    x = operands[which]
+    heads, head_dim = x.shape[1:]
+    second, step = (half, 1) if style == "neox" else (1, 2)
+    x1, x2 = (x[token, :, tl.ds(start, half, step)] for start in (0, second))
+    out = operands[f"{which}_out"]
+    o1 = out[0][token, :, tl.ds(0, half, step)]
+    o2 = out[1][token, :, tl.ds(second, half, step)]
+    cos, sin = (operands["cache"][position, tl.ds(0, heads), tl.ds(start, half)]
+                for start in (0, half))
+    options = {"vector_bytes": ACCESS_BYTES, "stage": 1}
+    tl.cta.rope_first(o1, x1, x2, cos, sin, **options)
+    tl.cta.rope_second(o2, x1, x2, cos, sin, **options)
+    if rotary_dim < head_dim:
+        rest = tl.ds(rotary_dim, head_dim - rotary_dim)
+        tl.cta.elementwise("copy", out[2][token, :, rest], x[token, :, rest], **options)
+
+
+def specialization(sig: RopeSignature) -> Specialization:
+    """The RoPE kernel's specialization: the counts (index-width integers), then the arrays
+    at their stride classes (an output with a pointer per slot)."""
+    index = f"i{sig.index_bits}"
+    params: list[TensorSpec | ScalarSpec] = [ScalarSpec("tokens", index),
+                                             ScalarSpec("max_position", index)]
+    for name, spec in sig.arrays():
+        if name == "cache":  # (max_position, heads, rotary_dim): the heads broadcast
+            params.append(TensorSpec(name, spec.dtype, (None, max(sig.heads, sig.key_heads),
+                                                        sig.rotary_dim),
+                                     ("max_position", None, None),
+                                     (spec.strides[0], "0", spec.strides[1]), spec.offset))
+        elif name == "positions":
+            params.append(TensorSpec(name, spec.dtype, (None,), ("tokens",), spec.strides,
+                                     spec.offset))
+        else:
+            heads = sig.heads if name.startswith("query") else sig.key_heads
+            pointers = len(slots(sig)) if name.endswith("_out") else 1
+            params.append(TensorSpec(name, spec.dtype, (None, heads, sig.head_dim),
+                                     ("tokens", None, None), spec.strides, spec.offset,
+                                     pointers=pointers))
+    constexprs = (("STYLE", sig.style), ("ROTARY_DIM", sig.rotary_dim),
+                  ("TOKENS_PER_CTA", sig.tokens_per_cta))
+    return lang.specialization(rope, params, constexprs=constexprs, threads=sig.threads,
+                               index_bits=sig.index_bits)
+
+
+class RopeProgram(lang.LangProgram):
     """The RoPE kernel of a signature, behind programs.KernelProgram; `roles` says what
     each argument is, for the launch to fill in."""
 
-    sig: RopeSignature
-    name: str = KERNEL
-
-    @property
-    def threads(self) -> int:
-        return self.sig.threads
-
-    def request(self) -> str:
-        return f"tile_mlir.ops rope {self.sig!r}"
-
-    @cached_property
-    def _built(self) -> tuple[str, tuple[str, ...], tuple[Role, ...]]:
-        if self.sig.style not in STYLES:
-            raise ValueError(f"unknown RoPE style {self.sig.style!r} (styles: "
+    def __init__(self, sig: RopeSignature):
+        if sig.style not in STYLES:
+            raise ValueError(f"unknown RoPE style {sig.style!r} (styles: "
                              f"{', '.join(STYLES)})")
-        builder = _RopeKernel(self.sig)
-        return builder.build(), builder.w.params(), tuple(builder.roles)
-
-    def ir(self) -> str:
-        return self._built[0]
-
-    def params(self) -> tuple[str, ...]:
-        return self._built[1]
+        super().__init__(rope, specialization(sig), describe(sig))
+        self.sig = sig
 
     def roles(self) -> tuple[Role, ...]:
-        return self._built[2]
+        """Per argument: ("tokens",), ("max_position",), ("pointer", array), ("stride",
+        array, dim) or ("offset", array)."""
+        found: list[Role] = []
+        for role in self.spec.roles:
+            array = self.spec.params[role.param].name
+            if role.kind == "scalar":
+                found.append((array,))
+            elif role.kind == "array":
+                found.append(("pointer", array))
+            elif role.kind == "stride":  # the cache's dims past its broadcast one: its own
+                dim = role.dim - 1 if array == "cache" and role.dim > 1 else role.dim
+                found.append(("stride", array, str(dim)))
+            else:
+                found.append(("offset", array))
+        return tuple(found)
