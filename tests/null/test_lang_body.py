@@ -12,6 +12,7 @@ import pytest
 
 import tile_mlir
 import tile_mlir.lang as tl
+from tile_mlir.diagnostics import CompileError
 
 D = tl.ArrayDesc
 Vec = Annotated[tl.Tensor, "f32", ("N",)]
@@ -226,6 +227,41 @@ def test_options_and_reductions() -> None:
     assert 'accum = true, axes = array<i64: 0>, kind = "max", scale = 5.000000e-01 : f64' in text
     assert '{axes = array<i64: -2>, kind = "min", scope = "cta"}' in text
     assert 'op = "maximum"' in text and 'scope = "warp"' in text
+
+
+def test_fused_ops() -> None:
+    """A fused elementwise op (op_table/fusion.py) with its steps; tile-verify checks them
+    when the kernel compiles."""
+    def body(x: Vec, y: Vec, s: tl.f32) -> None:
+        tl.cta.fused(y, x, s, expr=["mul(%0, %1) : f32", "exp($0) : f32"])
+        tl.cta.elementwise("fused", x, y, expr=("neg(%0) : f32",))
+
+    kernel = tl.kernel(threads=64)(body)
+    spec = kernel.signature(D("f32", (256,)), D("f32", (256,)), 2.0)
+    text = kernel.ir(spec)
+    assert 'expr = ["mul(%0, %1) : f32", "exp($0) : f32"]' in text
+    assert text.count('op = "fused"') == 2
+    tile_mlir.compile(kernel.build(spec), cubin=False)
+
+    def unknown_step(x: Vec) -> None:
+        tl.cta.fused(x, x, expr=["sqr(%0) : f32"])
+
+    with pytest.raises(CompileError, match="sqr"):
+        tile_mlir.compile(tl.kernel(threads=64)(unknown_step).build(
+            tl.kernel(threads=64)(unknown_step).signature(D("f32", (256,)))), cubin=False)
+
+    def no_steps(x: Vec) -> None:
+        tl.cta.fused(x, x, 1.0, expr="exp(%0) : f32")
+
+    with pytest.raises(tl.ProgramError, match="a fused op takes expr="):
+        ir(no_steps, D("f32", (256,)))
+
+    def number(x: Vec) -> None:
+        tl.cta.fused(x, x, 1.0, expr=["add(%0, %1) : f32"])
+
+    with pytest.raises(tl.ProgramError, match=r"input 1 of a fused op is a tl\.Tensor or "
+                                              r"a typed scalar"):
+        ir(number, D("f32", (256,)))
 
 
 def test_reduction_errors() -> None:

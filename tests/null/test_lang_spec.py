@@ -4,6 +4,7 @@ overlaps; the kernel's argument list; and the argument checks, which name the ar
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -256,6 +257,20 @@ def test_open_kernels_take_the_parameters_their_specialization_names() -> None:
                                                "Specialization names"):
         open_kernel.signature(D("f32", (4,)), D("f32", (4,)), SCALE=1.0)
     assert _open_spec(1) != spec and "x2" not in repr(_open_spec(1))
+
+
+def test_kernels_pickle_by_reference() -> None:
+    """A kernel (and what holds one: a library program) goes to worker processes."""
+    assert pickle.loads(pickle.dumps(scale)) is scale
+    assert pickle.loads(pickle.dumps(_open_spec(2))) == _open_spec(2)
+
+    @tl.kernel
+    def local(x: tl.Tensor) -> None:
+        tl.cta.sqrt(x, x)
+
+    with pytest.raises(pickle.PicklingError, match=r"it is not the kernel .*<locals>\.local "
+                                                   r"names"):
+        pickle.dumps(local)
 
 
 SHORT_FORM = '''

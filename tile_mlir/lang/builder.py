@@ -304,9 +304,10 @@ def _free_name(block: ir.Block, name: str) -> str:
 
 def _views(spec: Specialization, args: Sequence[ir.Value]
            ) -> dict[int, Tensor | Scalar | tuple[Tensor, ...]]:
-    """The value of each non-constexpr parameter: a Tensor view or a Scalar. The index
-    arguments (sizes, strides, offsets, and the scalars that give a dim's size) are cast to
-    index once; a named dim's size serves every tensor that names it."""
+    """The value of each non-constexpr parameter: a Tensor view (a tuple of them for a
+    tensor of several pointers) or a Scalar. The index arguments (sizes, strides,
+    offsets, and the scalars that give a dim's size) are cast to index once; a named
+    dim's size serves every tensor that names it."""
     from tile_mlir.lang import views
 
     given: dict[tuple[str, int, int], Index] = {}

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import inspect
 import marshal
+import pickle
 import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -197,6 +199,19 @@ class KernelFunction:
 
     def __repr__(self) -> str:
         return f"<tl.kernel {self.info.qualname}>"
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        """Pickled by reference, as functions are: the name it is defined under (so that
+        what holds a kernel, a library program, goes to worker processes)."""
+        where = (self.fn.__module__, self.fn.__qualname__)
+        try:
+            found = _defined(*where)
+        except (ImportError, AttributeError, TypeError):
+            found = None
+        if found is not self:
+            raise pickle.PicklingError(f"cannot pickle {self!r}: it is not the kernel "
+                                       f"{'.'.join(where)} names")
+        return _defined, where
 
     @cached_property
     def info(self) -> KernelInfo:
@@ -443,6 +458,16 @@ class KernelFunction:
                                 "compiled for as disjoint")
 
 
+def _defined(module: str, qualname: str) -> KernelFunction:
+    """The kernel defined as `qualname` in `module` (unpickling)."""
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    if not isinstance(found, KernelFunction):
+        raise TypeError(f"{module}.{qualname} is not a tl.kernel")
+    return found
+
+
 def _device(arrays: Mapping[int, Described]) -> int:
     devices = {d.device for d in arrays.values() if d.device is not None}
     if len(devices) > 1:
@@ -508,6 +533,10 @@ def kernel(fn: Callable[..., Any] | None = None, *, threads: Any = 256,
     static dims (a dict) giving one. name: the gpu.func symbol (default: the function's
     name). static: dim names the kernel is compiled per value of (the body sees ints).
     index_bits: 64 to keep 64-bit indices even where 32 bits would do.
+
+    A function with `**params` is an open kernel: its parameters are those of the
+    Specializations its caller makes (the operator library's kernels, whose operands
+    vary), and it is built from them (ir, build, emit, compile), not launched on arrays.
     """
     def wrap(f: Callable[..., Any]) -> KernelFunction:
         return KernelFunction(f, threads, name, static, index_bits)
