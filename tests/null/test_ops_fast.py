@@ -78,6 +78,14 @@ def test_numbers_change_between_calls(torch: Any, rng: np.random.Generator,
         ops.add(torch.tensor(i), 1 << 40)  # checked by the plan, every call
 
 
+def test_each_special_power_has_its_plan(torch: Any, rng: np.random.Generator) -> None:
+    """pow by 0.5, -0.5 and -1 runs sqrt, rsqrt and reciprocal: the value is in the key."""
+    x = rng.uniform(0.5, 4, 100).astype(np.float32)
+    for exponent in (-0.5, 0.5, -1.0, 2.5, -0.5):
+        got = ops.pow(torch.tensor(x), exponent).numpy()
+        np.testing.assert_allclose(got, x.astype(np.float64) ** exponent, rtol=1e-6)
+
+
 def test_in_place_and_overlap(torch: Any, rng: np.random.Generator) -> None:
     x, y = rng.standard_normal((2, 4096)).astype(np.float32)
     for _ in range(2):  # the second time from the plan
@@ -206,8 +214,9 @@ def _tensor(torch: Any, shape: tuple[int, ...], dtype: str = "float32", at: int 
     return torch.Tensor(shape, getattr(torch, dtype), at, strides, torch.lean_device)
 
 
-BOUNDS = {"add": 12, "add_out": 12, "sum": 10, "rope_neox": 16, "dropout": 16}
-"""Calls per call at most (measured: add 10, add out= 10, sum 8, rope_neox 14, dropout 14)."""
+BOUNDS = {"add": 12, "add_out": 12, "sum": 10, "rope_neox": 16, "dropout": 16, "fused": 12}
+"""Calls per call at most (measured: add 10, add out= 10, sum 8, rope_neox 14, dropout 14,
+a fused mul(gelu(add(a, b)), 0.5) 10: what add costs)."""
 
 
 def test_python_calls_per_call(lean: tuple[Any, list[FakeDriver]]) -> None:
@@ -216,10 +225,11 @@ def test_python_calls_per_call(lean: tuple[Any, list[FakeDriver]]) -> None:
     x = _tensor(torch, (64, 1000))
     q, k = _tensor(torch, (7, 8, 64), "bfloat16"), _tensor(torch, (7, 2, 64), "bfloat16")
     positions = _tensor(torch, (7,), "int64")
+    fused = ops.fuse(lambda x, y: ops.mul(ops.gelu(ops.add(x, y)), 0.5))
     calls: dict[str, Callable[[], Any]] = {"add": lambda: ops.add(a, b), "add_out": lambda: ops.add(a, b, out=c),
              "sum": lambda: ops.sum(x, dim=-1),
              "rope_neox": lambda: ops.rope_neox(q, k, positions, max_position=64),
-             "dropout": lambda: ops.dropout(x, 0.1)}
+             "dropout": lambda: ops.dropout(x, 0.1), "fused": lambda: fused(a, b)}
     counted = {}
     for name, call in calls.items():
         call()  # plans (and loads)
@@ -227,6 +237,7 @@ def test_python_calls_per_call(lean: tuple[Any, list[FakeDriver]]) -> None:
         counted[name] = _calls(call)
     print("Python calls per call:", counted)
     assert all(counted[name] <= bound for name, bound in BOUNDS.items()), counted
+    assert counted["fused"] == counted["add"], counted
     launch = drivers[0].launches[-1]  # add's: this call's pointers in the parameters
     assert launch.stream == 0x5000 and launch.grid == (8, 1, 1)
     assert a.pointer in launch.values and b.pointer in launch.values

@@ -224,6 +224,32 @@ def test_given_cache_strided_inputs_and_out(device: Device, rng: np.random.Gener
     assert _check(k_out.numpy(), k, wide, positions, how) == ""
 
 
+@pytest.mark.parametrize("fn", [ops.rope_neox, ops.rope_non_neox], ids=["neox", "gptj"])
+def test_expanded_query_key_and_cache(device: Device, rng: np.random.Generator,
+                                      fn: Any) -> None:
+    """Views with stride 0 (torch's expand) as query (every token the same row), key (one
+    token's heads as well) and cache (every row the same), aligned and not: computed as
+    their values are, no copy."""
+    tokens, heads, head_dim = 5, 3, 32
+    row = (rng.standard_normal((heads, head_dim)) * 3).astype(np.float32)
+    style = "neox" if fn is ops.rope_neox else "gptj"
+    for offset in (0, 1):
+        q_dev = device.array(row, offset=offset).view((tokens, heads, head_dim),
+                                                      (0, head_dim, 1))
+        k_dev = device.array(row[0], offset=offset).view((tokens, 2, head_dim), (0, 0, 1))
+        table = rope_ref.table("neox", head_dim, max_position=9).astype(np.float32)
+        positions = _positions(rng, tokens, 9)
+        q_out, k_out = fn(q_dev, k_dev, device.array(positions), max_position=9, base=10000.0)
+        cache = ops.rope_cache(style if style == "neox" else "non_neox", rotary_dim=head_dim,
+                               like=q_dev, max_position=9, base=10000.0).numpy()
+        how = How(style, "f32", head_dim)
+        assert _check(q_out.numpy(), q_dev.numpy(), cache, positions, how) == ""
+        assert _check(k_out.numpy(), k_dev.numpy(), cache, positions, how) == ""
+        one_row = device.array(table[4], offset=offset).view((9, head_dim), (0, 1))
+        q_out, _ = fn(q_dev, None, device.array(positions), cos_sin_cache=one_row)
+        assert _check(q_out.numpy(), q_dev.numpy(), one_row.numpy(), positions, how) == ""
+
+
 def test_no_key_and_no_tokens(device: Device, rng: np.random.Generator) -> None:
     q, _, q_dev, _ = _inputs(device, rng, "bf16", Shape(3, 2, 0, 32, 16))
     positions = np.array([5, 1, 5])

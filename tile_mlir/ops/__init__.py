@@ -13,6 +13,8 @@ every op made of tile programs compiled through the tile passes (and cached).
     tops = ops.torch_ops()                     # the same as torch custom ops, for
     f = torch.compile(lambda x: tops.exp(x), fullgraph=True)  # torch.compile
     q, k = ops.rope_neox(query, key, positions)  # RoPE (ops/rope.py)
+    f = ops.fuse(lambda x, b: ops.mul(ops.gelu(ops.add(x, b)), 0.5))  # one kernel
+    y = f(x, bias)                             # (ops/fuse.py); f.torch_op for torch.compile
 
 Every op runs on one spine: its front-end module says what a call means (promotion,
 broadcasting, shapes, defaults, checks), args.py describes the arguments, the
@@ -32,6 +34,7 @@ from tile_mlir.ops.activations import *  # noqa: F403 - activations, fused gated
 from tile_mlir.ops.activations import __all__ as _activations
 from tile_mlir.ops.functions import *  # noqa: F403 - the elementwise functions
 from tile_mlir.ops.functions import __all__ as _functions
+from tile_mlir.ops.fuse import FuseError, fuse
 from tile_mlir.ops.generators import (
     alibi,
     dropout,
@@ -78,7 +81,7 @@ def torch_ops() -> TorchOps:
     return torch_library.torch_ops()
 
 
-__all__ = [*_functions, *_activations, "alibi", "amax", "amin",  # noqa: PLE0604
-           "dropout", "get_rng_state", "list_ops", "manual_seed", "mean", "prod",
+__all__ = [*_functions, *_activations, "FuseError", "alibi", "amax",  # noqa: PLE0604
+           "amin", "dropout", "fuse", "get_rng_state", "list_ops", "manual_seed", "mean", "prod",
            "rope_cache", "rope_llama31", "rope_longrope", "rope_neox", "rope_non_neox",
            "rope_yarn", "set_rng_state", "sinusoidal", "sum", "torch_ops"]

@@ -12,6 +12,7 @@ through here, so an error names the user's argument the same way everywhere.
   not mix);
 - `span`, `check_overlap`: the bytes an array covers (contract.extent), and out= against
   the inputs: the very same view is in place, any other overlap an error naming `out`;
+  `check_distinct`: out= whose elements share a location (stride 0) is refused;
 - `Array.misalignment`: a kernel takes a KERNEL_ARG_ALIGN-aligned base and an element
   offset, never a misaligned pointer;
 - `fits_32_bits`: whether every index a kernel computes stays under contract.INDEX_LIMIT;
@@ -307,6 +308,22 @@ def check_overlap(out: Array, inputs: Iterable[Array], what: str = "") -> list[A
                              f"'{given.name}' without being the same view of it: some "
                              "elements would be read after they were written")
     return same
+
+
+def check_distinct(out: Array, what: str = "") -> None:
+    """Refuse an output some of whose elements share one location (a stride 0 over more
+    than one element: an expanded view), as torch refuses it ("more than one element of
+    the written-to tensor refers to a single memory location"): which of the results
+    written there would remain is not defined. ValueError naming the argument."""
+    if not out.numel:
+        return  # nothing is written (torch's check finds no overlap in an empty tensor)
+    shared = [d for d, (size, stride) in enumerate(zip(out.shape, out.strides, strict=True))
+              if stride == 0 and size > 1]
+    if shared:
+        prefix = f"{what}: " if what else ""
+        raise ValueError(f"{prefix}argument '{out.name}' has stride 0 along dim {shared[0]} "
+                         f"(an expanded view): more than one of its elements refers to a "
+                         "single memory location")
 
 
 def fits_32_bits(reaches: Iterable[int]) -> bool:

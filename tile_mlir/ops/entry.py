@@ -21,6 +21,10 @@ describe cheaply (CuPy and other arrays, torch subclasses) is keyed by `keyof`;
 NumPy arrays and unusual numbers take the full path every call. A miss runs the full
 path: describe the arguments (args.py), run the semantics into a Builder, make the
 launcher, keep it under the key, call it.
+
+ops.fuse (fuse.py) traces functions of the ops with `Traced` values: the key has no
+part for one (keyof gives None), so a call on one takes the full path, which hands
+it to the value's trace first thing; the fast path never sees one.
 """
 
 from __future__ import annotations
@@ -51,6 +55,17 @@ strategy.listeners.append(PLANS.clear)  # new tuning choices: plan again
 Semantics = Callable[..., str]
 """(builder, **described parameters) -> the result's expression (the builder has the
 rest)."""
+
+
+class Traced:
+    """What ops.fuse (fuse.py) passes a traced function for its arrays: an op called on
+    one records itself in the trace instead of running."""
+
+    __slots__ = ()
+
+    def record(self, spec: Spec, values: Sequence[Any]) -> Any:
+        """The op `spec` called on `values` (one of them this value), recorded."""
+        raise NotImplementedError
 
 
 class _NoTensor:
@@ -365,6 +380,9 @@ def full(spec: Spec, key: tuple[Any, ...] | None, values: Sequence[Any]) -> Any:
     NumPy arrays are planned on the host first (so that a bad call fails without a
     GPU, and one with nothing to launch needs none); with kernels to run they are then
     copied to the device, planned and run there, and the results copied back."""
+    for value in values:
+        if isinstance(value, Traced):  # ops.fuse is tracing: record, run nothing
+            return value.record(spec, values)
     _refresh_torch()
     call = _describe(spec, values)
     place = _first_place(call)

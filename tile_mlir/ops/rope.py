@@ -362,6 +362,7 @@ def _output(b: Builder, name: str, given: Array | None, like: Array,
                          f"{like.shape}, got {torch_name(given.dtype)} of shape {given.shape}")
     if given.shape[2] > 1 and given.strides[2] != 1:
         raise ValueError(f"argument '{name}' must be contiguous along head_dim")
+    args.check_distinct(given, "RoPE")
     same = args.check_overlap(given, inputs, "RoPE")
     for other in inputs:
         if not any(other is s for s in same):
@@ -388,7 +389,12 @@ def _threads(heads: int, rotary_dim: int, dtype: str, style: str) -> int:
 
 
 def _spec(array: Array) -> ArraySpec:
-    return ArraySpec(array.dtype, coalesce.stride_classes(array.strides), bool(array.offset))
+    """An array's part of the signature. A first dim of stride 0 (an expanded query, key
+    or cache: every token or row the same) takes the element-offset argument even when
+    its offset is 0: the program views a token's (or row's) piece at an offset that the
+    dynamic index moves, which that stride would make a constant."""
+    offset = bool(array.offset) or (len(array.strides) > 1 and array.strides[0] == 0)
+    return ArraySpec(array.dtype, coalesce.stride_classes(array.strides), offset)
 
 
 def _values(b: Builder, program: RopeProgram, arrays: dict[str, Array], tokens: int,

@@ -176,7 +176,7 @@ def _across_warps(op: _Local) -> None:
     again = reused_without_barrier(info.op.operation, info.scope)  # before ours stands
     cta_threads = math.prod(block)
     slots = math.prod(op.layout.shape[a] for a in _register_dims(op.layout, op.red.kept))
-    partials = scratch(info, op.red, slots * cta_threads)
+    partials = scratch(info, op.red, slots * cta_threads, per_instance=False)
     # the scratch is the CTA's: a warpgroup-scope op indexes by the thread in the CTA
     cta_tid = op.tid if info.scope == "cta" else linear_thread_id(block)
     scope_base = arith.subi(cta_tid, op.tid) if info.scope != "cta" else None

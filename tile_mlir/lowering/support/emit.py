@@ -76,11 +76,10 @@ def linear_thread_id(block: Sequence[int]) -> ir.Value:
 
 
 def scope_thread_index(scope: str, block: Sequence[int] | None) -> ir.Value:
-    """This thread's index among the threads of an execution scope."""
+    """This thread's index among the threads of an execution scope (tile-verify has
+    made sure the block size is known and, for warps and warpgroups, whole ones)."""
     if scope == "thread":
         return const_index(0)
-    if scope == "warp" and block is None:
-        return gpu.lane_id()
     assert block is not None, f"scope {scope} needs the kernel's block size"
     tid = linear_thread_id(block)
     if scope == "cta" or block[0] * block[1] * block[2] <= SCOPE_THREADS[scope]:

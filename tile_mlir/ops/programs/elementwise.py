@@ -22,6 +22,10 @@ of the run, row or block column, where an `scf.if` takes the dynamic-shape
 tile op instead. With 32-bit indices (when every index stays under 2^31) the
 gpu.module says so in its data layout.
 
+A signature may carry a fused expression (op_table/fusion.py, ops/fuse.py) in place of
+one row: `op` is then "fused" and `expr` its steps, written as the op's `expr`
+attribute; the rest is the same.
+
 An indexed row's (op_table) last input is `INDEX`: not a kernel argument but the
 position of the piece's first element in the whole output's row-major order
 (flat: its start; rows: line * row length + start; blocks: first row * W), so
@@ -55,6 +59,10 @@ class ArraySpec:
     strides: tuple[str, ...]
     offset: bool = False
 
+    def static_strides(self) -> list[str]:
+        """The strides as a memref type spells them ("?" where given at launch)."""
+        return ["?" if s.startswith("?") else s for s in self.strides]
+
 
 @dataclass(frozen=True)
 class Strategy:
@@ -83,6 +91,7 @@ class Signature:
     width: int = 0  # blocks: the static innermost size W
     index_bits: int = 64
     inplace: bool = False  # out is also an input: no noalias promises
+    expr: tuple[str, ...] = ()  # op = "fused": its steps, "row(%0, $1) : dtype" each
 
     @property
     def arrays(self) -> list[ArraySpec]:
@@ -109,7 +118,8 @@ def describe(sig: Signature) -> str:
     ins = ", ".join(i if isinstance(i, str) else array(i) for i in sig.inputs)
     s = sig.strategy
     width = f" W={sig.width}" if sig.mode == "blocks" else ""
-    return (f"tile_mlir.ops {sig.op}: {array(sig.out)} <- ({ins}); {sig.mode}{width}, "
+    op = f"{sig.op} [{'; '.join(sig.expr)}]" if sig.expr else sig.op
+    return (f"tile_mlir.ops {op}: {array(sig.out)} <- ({ins}); {sig.mode}{width}, "
             f"i{sig.index_bits}, {s.threads} threads x {s.rounds} rounds of "
             f"{s.vector_bytes} B, stage {s.stage}")
 
@@ -118,19 +128,21 @@ def describe(sig: Signature) -> str:
 
 
 @tl.kernel(name=KERNEL)
-def elementwise(*, OP: tl.constexpr, MODE: tl.constexpr, PIECE: tl.constexpr,
-                OPTIONS: tl.constexpr, INPUTS: tl.constexpr, **operands: Any) -> None:
+def elementwise(*, OP: tl.constexpr, EXPR: tl.constexpr, MODE: tl.constexpr,
+                PIECE: tl.constexpr, OPTIONS: tl.constexpr, INPUTS: tl.constexpr,
+                **operands: Any) -> None:
     """One registry row over a coalesced view, a piece per CTA. `operands`: the view's
     sizes d0.. (integers; in blocks mode the width W is compiled in and its size
     argument goes unused, so every mode takes the same arguments), `out`, and the inputs
     INPUTS names in order (tensors and scalars; INDEX stands for the position of the
-    piece's first element, made here). OPTIONS: the tile op's (vector_bytes, stage)."""
+    piece's first element, made here). OPTIONS: the tile op's (vector_bytes, stage). EXPR: a
+    fused op's steps (OP "fused"), else empty."""
     out = operands["out"]
     bid = tl.block_id()
     if MODE == "flat":
         start = bid * PIECE[0]
         inputs = _inputs(operands, INPUTS, start)
-        _branch(_Op(OP, OPTIONS, PIECE, out, inputs), [], start, out.shape[0])
+        _branch(_Op(OP, EXPR, OPTIONS, PIECE, out, inputs), [], start, out.shape[0])
         return
     along = out.rank - 1 if MODE == "rows" else out.rank - 2
     extent = out.shape[along]
@@ -143,13 +155,14 @@ def elementwise(*, OP: tl.constexpr, MODE: tl.constexpr, PIECE: tl.constexpr,
         first = first * PIECE[1] if MODE == "blocks" else first
     inputs = _inputs(operands, INPUTS, first)
     lead = _delinearize(line, list(out.shape[:along]))
-    _branch(_Op(OP, OPTIONS, PIECE, out, inputs), lead, start, extent)
+    _branch(_Op(OP, EXPR, OPTIONS, PIECE, out, inputs), lead, start, extent)
 
 
 class _Op(NamedTuple):
     """The tile op a piece runs, short of where."""
 
     op: str
+    expr: tuple[str, ...]  # a fused op's steps
     options: tuple[int, int]  # vector_bytes, stage
     piece: tuple[int, ...]
     out: tl.Tensor
@@ -191,7 +204,10 @@ def _tile_op(op: _Op, lead: list[tl.Index], start: tl.Index, length: Any, stage:
 
     out = piece(op.out)
     inputs = [piece(x) if isinstance(x, tl.Tensor) else x for x in op.inputs]
-    tl.cta.elementwise(op.op, out, *inputs, vector_bytes=op.options[0], stage=stage)
+    if op.expr:
+        tl.cta.fused(out, *inputs, expr=op.expr, vector_bytes=op.options[0], stage=stage)
+    else:
+        tl.cta.elementwise(op.op, out, *inputs, vector_bytes=op.options[0], stage=stage)
 
 
 def specialization(sig: Signature) -> Specialization:
@@ -220,7 +236,7 @@ def specialization(sig: Signature) -> Specialization:
             params.append(ScalarSpec(f"x{n}", given))
     shared = [("out", p.name) for p in params[sig.rank + 1:] if isinstance(p, TensorSpec)]
     strategy = sig.strategy
-    constexprs = (("OP", sig.op), ("MODE", sig.mode), ("PIECE", sig.piece()),
+    constexprs = (("OP", sig.op), ("EXPR", sig.expr), ("MODE", sig.mode), ("PIECE", sig.piece()),
                   ("OPTIONS", (strategy.vector_bytes, strategy.stage)),
                   ("INPUTS", tuple(names)))
     return lang.specialization(elementwise, params, constexprs=constexprs,
