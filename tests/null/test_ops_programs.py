@@ -80,6 +80,10 @@ def _elementwise() -> dict[str, Signature]:
         "indexed blocks rank 3": Signature("dropout_philox", _a("bf16", "?64", "?32", "1"),
                                            (_a("bf16", "?64", "?32", "1"), *stream), 3,
                                            "blocks", DEFAULT, 96, 32),
+        "fused": Signature("fused", _a("bf16", "?32", "1"),
+                           (_a("bf16", "?32", "1"), _a("bf16", "0", "1"), "f32"), 2, "rows",
+                           DEFAULT, 0, 32, expr=("add(%0, %1) : bf16", "gelu($0) : bf16",
+                                                 "mul($1, %2) : bf16")),
         "compare f16": Signature("eq", _a("bool", "1"), (_a("f16", "1"), _a("f16", "1")), 1,
                                  "flat", DEFAULT, index_bits=32),
         "where": Signature("where", f32, (_a("bool", "1"), f32, "f32"), 1, "flat", DEFAULT,
@@ -170,6 +174,7 @@ GOLDEN: dict[str, tuple[int, ...]] = {  # per KINDS, in order
     _E + "rows rank 3": (10, 12, 5, 6, 0, 0, 10),
     _E + "indexed blocks rank 3": (5, 5, 5, 5, 0, 0, 11),
     _E + "fp8": (10, 12, 5, 6, 0, 0, 4),
+    _E + "fused": (10, 12, 5, 6, 0, 0, 7),
     _E + "flat, i64": (10, 12, 5, 6, 0, 0, 4),
     _R + "rows 0": (4, 4, 0, 1, 8, 2, 2),
     _R + "rows split 0": (4, 4, 0, 1, 8, 2, 2),
@@ -214,6 +219,7 @@ def test_the_signatures_cover_every_case() -> None:
     assert any(a.offset for s in sigs for a in s.arrays)
     assert {a.dtype for s in sigs for a in s.arrays} >= {"f32", "f16", "bf16", "f8e4m3",
                                                          "i32", "i64", "bool"}
+    assert any(s.expr for s in sigs)
     reductions = list(_reductions().values())
     assert {(s.rows, s.chunks > 1, s.offset) for s in reductions} >= {
         (True, False, False), (True, True, False), (True, True, True),
