@@ -15,6 +15,20 @@
 // memref's memory space: global (none), shared (#gpu.address_space<workgroup>)
 // or registers (#gpu.address_space<private>).
 //
+// Scopes and thread counts. "thread" is each thread alone. "cta" is every thread
+// of the block, however many: a block of 100 threads (or 10x10x1) has a last warp
+// of 4 lanes, which gets its share of the elements, and the lanes it lacks take
+// part in no shuffle. "warp" (32 threads) and "warpgroup" (4 consecutive warps, 128
+// threads) need the kernel's known_block_size and a block of whole warps or whole
+// warpgroups: tile-verify refuses the others (a block of 100 threads at warpgroup
+// scope, or of 48 at warp scope) rather than shrink the scope to the threads there
+// are. A warpgroup of 100 threads would be another op than the one written (its
+// elements over fewer threads, its named barrier counting 128 threads, the
+// hardware's warpgroup instructions needing all four warps), and scope "cta"
+// already is the op over the threads there are. Register layouts span exactly
+// their scope's threads (over laneid and warpid, a partial last warp's lanes:
+// S[(4, 4, 8):(1@laneid, 1@warpid, 1)] in a block of 100).
+//
 // Optional attributes (IRDL has no optional attributes; tile-verify checks them):
 //   variant = "<name>"    on every op: force this lowering variant
 //   axes = array<i64: ..> on tile.reduce: reduced axes, negative counts from the end

@@ -45,3 +45,23 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// At warp scope in a 96-thread block each of the 3 warps reduces its own slice at once
+// (32 threads, a column each, 4 outputs: 8 slices of the rows per column): each warp
+// gets its own 32 floats of the scratch (a view at warp * 32), which one buffer for all
+// would have let the warps overwrite each other's partials in.
+// CHECK: memref.global "private" @__tile_reduce_0 : memref<96xf32, #gpu.address_space<workgroup>>
+// CHECK-LABEL: gpu.func @warp_slices
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[WARP:.*]] = arith.divui %[[T]], %c32 : index
+// CHECK: %[[AT:.*]] = arith.muli %[[WARP]], %c32 : index
+// CHECK: memref.subview %{{.*}}[%[[AT]]] [32] [1] : memref<96xf32, #gpu.address_space<workgroup>> to memref<32xf32, strided<[1], offset: ?>, #gpu.address_space<workgroup>>
+// CHECK: nvvm.bar.warp.sync
+gpu.module @m {
+  gpu.func @warp_slices(%a: memref<500x4xf32, strided<[4, 1], offset: ?>>, %out: memref<4xf32, strided<[1], offset: ?>>) kernel attributes {known_block_size = array<i32: 96, 1, 1>} {
+    "tile.reduce"(%out, %a) {kind = "max", axes = array<i64: 0>, scope = "warp"} : (memref<4xf32, strided<[1], offset: ?>>, memref<500x4xf32, strided<[4, 1], offset: ?>>) -> ()
+    gpu.return
+  }
+}

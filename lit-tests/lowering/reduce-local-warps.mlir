@@ -63,6 +63,34 @@ gpu.module @m {
 
 // -----
 
+// A 7-thread CTA: one partial warp, and 7 lanes, not a power of two: the butterfly pairs
+// 8 lanes (offsets 1, 2, 4), and lane 7, which does not exist, contributes the identity.
+// No warp fields, so no barrier.
+// CHECK-LABEL: gpu.func @seven_threads
+// CHECK: %[[MASK:.*]] = arith.select %{{.*}}, %c-1_i32, %{{.*}} : i32
+// CHECK: nvvm.shfl.sync  bfly %[[MASK]], %{{.*}}, %c1_i32, %c31_i32
+// CHECK: nvvm.shfl.sync  bfly %[[MASK]], %{{.*}}, %c2_i32, %c31_i32
+// CHECK: nvvm.shfl.sync  bfly %[[MASK]], %{{.*}}, %c4_i32, %c31_i32
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+// PTX-LABEL: .entry seven_threads(
+// PTX-COUNT-3: shfl.sync.bfly.b32
+// PTX-NOT: bar.sync
+// PTX: ret;
+gpu.module @m {
+  gpu.func @seven_threads(%g: memref<7x4xf32>, %out: memref<1x1xf32>) kernel attributes {known_block_size = array<i32: 7, 1, 1>} {
+    %r = "tile.alloc"() {layout = #tile.layout<"S[(7, 4):(1@tid, 1)]">} : () -> memref<7x4xf32, #gpu.address_space<private>>
+    %s = "tile.alloc"() {layout = #tile.layout<"S[(1, 1)], R[7:1@tid]">} : () -> memref<1x1xf32, #gpu.address_space<private>>
+    "tile.copy"(%r, %g) {scope = "cta"} : (memref<7x4xf32, #gpu.address_space<private>>, memref<7x4xf32>) -> ()
+    "tile.reduce"(%s, %r) {kind = "sum", scope = "cta"} : (memref<1x1xf32, #gpu.address_space<private>>, memref<7x4xf32, #gpu.address_space<private>>) -> ()
+    "tile.copy"(%out, %s) {scope = "cta"} : (memref<1x1xf32>, memref<1x1xf32, #gpu.address_space<private>>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
 // Into global memory: the thread whose reduced fields are 0 writes each output (here a
 // row per warp-pair: rows over warpid 4 apart, kept).
 // CHECK-LABEL: gpu.func @into_global

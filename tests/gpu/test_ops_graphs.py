@@ -43,14 +43,20 @@ def _captured(fn: Callable[[], Any]) -> tuple[Any, Any]:
     return graph, out
 
 
-def _replay_matches(fn: Callable[[], Any], inputs: Sequence[Any], fresh: Callable[[], Any],
+def _normal(given: Any) -> Any:
+    """Fresh random values of a tensor's shape and dtype."""
+    return torch.randn(given.shape, device=given.device).to(given.dtype)
+
+
+def _replay_matches(fn: Callable[[], Any], inputs: Sequence[Any],
+                    fresh: Callable[[Any], Any] = _normal,
                     eager: Callable[[], Any] | None = None) -> None:
-    """Capture fn; three times: new values into the inputs, replay, compare with `eager`
-    (default: fn itself, called eagerly) on those values."""
+    """Capture fn; three times: new values into the inputs (fresh(input)), replay, compare
+    with `eager` (default: fn itself, called eagerly) on those values."""
     graph, outs = _captured(fn)
     for _ in range(3):
         for given in inputs:
-            given.copy_(fresh().to(given.dtype).reshape(given.shape))
+            given.copy_(fresh(given))
         graph.replay()
         torch.cuda.synchronize()
         want = (eager or fn)()  # on the values now in the inputs
@@ -64,31 +70,29 @@ def test_elementwise_and_gated(dtype: Any) -> None:
     x = torch.randn(37, 4096, device="cuda", dtype=dtype)
     y = torch.randn(4096, device="cuda", dtype=dtype)
     h = torch.randn(37, 2 * 1000, device="cuda", dtype=dtype)
-    _replay_matches(lambda: ops.add(x, y), [x, y], lambda: torch.randn(x.numel()))
-    _replay_matches(lambda: ops.exp(x), [x], lambda: torch.randn(x.numel()))
-    _replay_matches(lambda: ops.silu_and_mul(h), [h], lambda: torch.randn(h.numel()))
+    _replay_matches(lambda: ops.add(x, y), [x, y])
+    _replay_matches(lambda: ops.exp(x), [x])
+    _replay_matches(lambda: ops.silu_and_mul(h), [h])
     out = torch.empty_like(x)
-    _replay_matches(lambda: ops.mul(x, 2.5, out=out), [x], lambda: torch.randn(x.numel()),
+    _replay_matches(lambda: ops.mul(x, 2.5, out=out), [x],
                     eager=lambda: torch.mul(x, 2.5))
 
 
 def test_reductions_and_rope() -> None:
     x = torch.randn(300, 1000, device="cuda")
-    _replay_matches(lambda: ops.sum(x, dim=-1), [x], lambda: torch.randn(x.numel()))
-    _replay_matches(lambda: ops.amax(x), [x], lambda: torch.randn(x.numel()))  # two stages
+    _replay_matches(lambda: ops.sum(x, dim=-1), [x])
+    _replay_matches(lambda: ops.amax(x), [x])  # two stages
     q = torch.randn(33, 8, 128, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(33, 2, 128, device="cuda", dtype=torch.bfloat16)
     positions = torch.randint(0, 4096, (33,), device="cuda")
-    _replay_matches(lambda: ops.rope_neox(q, k, positions, max_position=4096), [q, k],
-                    lambda: torch.randn(q.numel()))
+    _replay_matches(lambda: ops.rope_neox(q, k, positions, max_position=4096), [q, k])
     _replay_matches(lambda: ops.rope_neox(q, k, positions, max_position=4096), [positions],
-                    lambda: torch.randint(0, 4096, (33,)).float())
+                    lambda given: torch.randint(0, 4096, given.shape, device=given.device))
 
 
 def test_dropout_replays_its_captured_stream() -> None:
     x = torch.randn(64, 1000, device="cuda")
-    _replay_matches(lambda: ops.dropout(x, 0.3, seed=1234, offset=7), [x],
-                    lambda: torch.randn(x.numel()))
+    _replay_matches(lambda: ops.dropout(x, 0.3, seed=1234, offset=7), [x])
     ops.manual_seed(5)
     graph, (_, mask) = _captured(lambda: ops.dropout(x, 0.3, return_mask=True))
     masks = []

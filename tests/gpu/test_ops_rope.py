@@ -217,3 +217,30 @@ def test_packed_qkv_views() -> None:
     assert _compare(q_out, q, rows, rotary_dim=head_dim, neox=True, dtype="bf16") == ""
     assert _compare(k_out, k, rows, rotary_dim=head_dim, neox=True, dtype="bf16") == ""
     assert math.isfinite(float(q_out.float().abs().max()))
+
+
+@pytest.mark.parametrize("neox", [True, False], ids=["neox", "gptj"])
+def test_expanded_query_key_and_cache(neox: bool, rng: np.random.Generator) -> None:
+    """torch's expand: one query row for every token, one key head for every head and
+    token, a cache whose rows are all one row; every element checked, outputs poisoned."""
+    tokens, heads, head_dim = 37, 6, 64
+    torch.manual_seed(int(rng.integers(1 << 62)))
+    q = (torch.randn(1, heads, head_dim, device="cuda", dtype=torch.float16) * 3
+         ).expand(tokens, heads, head_dim)
+    k = (torch.randn(1, 1, head_dim, device="cuda", dtype=torch.float16) * 3
+         ).expand(tokens, 2, head_dim)
+    fn = ops.rope_neox if neox else ops.rope_non_neox
+    positions = torch.from_numpy(rng.integers(0, 300, tokens)).cuda()
+    out = (torch.full((tokens, heads, head_dim), float("nan"), device="cuda",
+                      dtype=torch.float16),
+           torch.full((tokens, 2, head_dim), float("nan"), device="cuda", dtype=torch.float16))
+    q_out, k_out = fn(q, k, positions, max_position=300, out=out)
+    cache = ops.rope_cache("neox" if neox else "non_neox", rotary_dim=head_dim, like=q,
+                           max_position=300, base=10000.0)
+    rows = cache.index_select(0, positions)
+    assert _compare(q_out, q, rows, rotary_dim=head_dim, neox=neox, dtype="f16") == ""
+    assert _compare(k_out, k, rows, rotary_dim=head_dim, neox=neox, dtype="f16") == ""
+    one_row = cache[7:8].expand(300, head_dim)
+    q_out, _ = fn(q.contiguous(), None, positions, cos_sin_cache=one_row)
+    rows = one_row.index_select(0, positions)
+    assert _compare(q_out, q, rows, rotary_dim=head_dim, neox=neox, dtype="f16") == ""

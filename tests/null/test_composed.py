@@ -108,7 +108,8 @@ def test_a_partial_last_warp_is_planned() -> None:
 
 
 @pytest.mark.parametrize(("layout", "axes", "threads", "reason"), [
-    ("S[(24, 2):(1@tid, 24@tid)]", (0,), 48, "not a power of two"),
+    ("S[(24, 2):(1@tid, 24@tid)]", (0,), 48, "spans 24 lanes, not a power of two"),
+    ("S[(10, 10):(1@tid, 10@tid)]", (1,), 100, "steps 10 threads, not a power of two"),
     ("S[(2, 48):(48@tid, 1@tid)]", (1,), 96, "do not split into lane and warp fields"),
 ])
 def test_fields_that_do_not_fold_are_refused(layout: str, axes: tuple[int, ...], threads: int,

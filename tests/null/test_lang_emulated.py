@@ -125,3 +125,25 @@ def test_loads_scalars_and_branches(rng: np.random.Generator) -> None:
     launch(device, gather_rows, 6, device.array(table), device.array(positions), off, 0.5,
            False)
     assert np.isnan(off.numpy()).all()
+
+
+@tl.kernel(threads=64)
+def _scale_by_a_register(x: tl.Tensor, y: tl.Tensor, z: tl.Tensor, s: tl.f32) -> None:
+    factor = tl.alloc_reg((1,), tl.f32, "S[1], R[64:1@tid]")  # every thread holds it
+    tl.cta.fill(factor, s)
+    n = x.shape[0]
+    tl.cta.mul(y[0:n], x[0:n], factor)  # two readers: tile-fuse keeps the register
+    tl.cta.add(z[0:n], x[0:n], factor)
+
+
+@pytest.mark.parametrize("n", [1, 63, 1000])
+def test_a_uniform_register_operand_covers_the_whole_tile(n: int,
+                                                          rng: np.random.Generator) -> None:
+    """A register tile of size 1 that every thread holds is a broadcast scalar: the op's
+    tile is dst's (a memory variant runs it), never the register tile's one element."""
+    device = Device()
+    x = rng.standard_normal(n).astype(np.float32)
+    y, z = (device.array(np.full(n, np.nan, np.float32)) for _ in range(2))
+    launch(device, _scale_by_a_register, 1, device.array(x), y, z, 2.5)
+    np.testing.assert_array_equal(y.numpy(), x * np.float32(2.5))
+    np.testing.assert_array_equal(z.numpy(), x + np.float32(2.5))

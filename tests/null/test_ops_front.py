@@ -234,3 +234,17 @@ def test_float64_is_refused_by_every_path() -> None:
         ops.add(x, x)
     with pytest.raises(TypeError, match="float64"):
         ops.masked_fill(x, mask, 1.0)
+
+
+def test_importing_the_library_imports_no_mlir() -> None:
+    """`import tile_mlir.ops` (and what needs no kernel: listing, a host RoPE cache, an
+    error from the argument checks) works where any import of MLIR fails."""
+    code = ("import sys; sys.modules['mlir'] = None\n"
+            "import numpy as np\n"
+            "import tile_mlir.ops as ops\n"
+            "ops.list_ops(); ops.rope_cache('neox', rotary_dim=8, max_position=4, base=1e4)\n"
+            "try:\n    ops.exp(np.ones(3))\nexcept TypeError:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('mlir') and sys.modules[m]))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    assert out == "[]"

@@ -113,9 +113,22 @@ def _cases() -> list[Case]:
          r"argument 'out' overlaps argument 'input'"),
         ("transposed in place", lambda d: _into(d, (4, 4), ((4, 4), (1, 4), 0), ops.neg),
          ValueError, r"argument 'out' overlaps argument 'input'"),
-        ("reduction into input", lambda d: _into(d, (4, 8), ((4,), (8,), 0),
+        ("reduction into input", lambda d: _into(d, (4, 8), ((4,), (1,), 4),
                                                  lambda x, out: ops.amax(x, 1, out=out)),
          ValueError, r"argument 'out' overlaps argument 'input'"),
+        ("expanded out", lambda d: ops.neg(_f32(d), out=_f32(d, (8,)).view((4, 8), (0, 1))),
+         ValueError, r"neg: argument 'out' has stride 0 along dim 0 \(an expanded view\)"),
+        ("expanded out of a cast", lambda d: ops.eq(_f32(d), 1.0,
+                                                    out=d.empty((4, 1), "bool").view((4, 8),
+                                                                                     (1, 0))),
+         ValueError, r"eq: argument 'out' has stride 0 along dim 1"),
+        ("expanded reduction out", lambda d: ops.sum(_f32(d), 1, out=_f32(d, (1,)).view(
+            (4,), (0,))), ValueError, r"sum: argument 'out' has stride 0 along dim 0"),
+        ("expanded rope out", lambda d: ops.rope_neox(q(d), None, pos(d), max_position=4, out=(
+            d.array(np.zeros((2, 16), np.float32)).view((3, 2, 16), (0, 16, 1)), None)),
+         ValueError, r"RoPE: argument 'out\[0\]' has stride 0 along dim 0"),
+        ("expanded generator out", lambda d: ops.alibi(2, 4, out=_f32(d, (4,)).view(
+            (2, 4), (0, 1))), ValueError, r"alibi: argument 'out' has stride 0 along dim 0"),
         # dims
         ("dim out of range", lambda d: ops.mean(_f32(d), dim=2), ValueError,
          r"argument 'dim': 2 is out of range for a 2-d tensor"),

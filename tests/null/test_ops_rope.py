@@ -224,6 +224,32 @@ def test_given_cache_strided_inputs_and_out(device: Device, rng: np.random.Gener
     assert _check(k_out.numpy(), k, wide, positions, how) == ""
 
 
+@pytest.mark.parametrize("fn", [ops.rope_neox, ops.rope_non_neox], ids=["neox", "gptj"])
+def test_expanded_query_key_and_cache(device: Device, rng: np.random.Generator,
+                                      fn: Any) -> None:
+    """Views with stride 0 (torch's expand) as query (every token the same row), key (one
+    token's heads as well) and cache (every row the same), aligned and not: computed as
+    their values are, no copy."""
+    tokens, heads, head_dim = 5, 3, 32
+    row = (rng.standard_normal((heads, head_dim)) * 3).astype(np.float32)
+    style = "neox" if fn is ops.rope_neox else "gptj"
+    for offset in (0, 1):
+        q_dev = device.array(row, offset=offset).view((tokens, heads, head_dim),
+                                                      (0, head_dim, 1))
+        k_dev = device.array(row[0], offset=offset).view((tokens, 2, head_dim), (0, 0, 1))
+        table = rope_ref.table("neox", head_dim, max_position=9).astype(np.float32)
+        positions = _positions(rng, tokens, 9)
+        q_out, k_out = fn(q_dev, k_dev, device.array(positions), max_position=9, base=10000.0)
+        cache = ops.rope_cache(style if style == "neox" else "non_neox", rotary_dim=head_dim,
+                               like=q_dev, max_position=9, base=10000.0).numpy()
+        how = How(style, "f32", head_dim)
+        assert _check(q_out.numpy(), q_dev.numpy(), cache, positions, how) == ""
+        assert _check(k_out.numpy(), k_dev.numpy(), cache, positions, how) == ""
+        one_row = device.array(table[4], offset=offset).view((9, head_dim), (0, 1))
+        q_out, _ = fn(q_dev, None, device.array(positions), cos_sin_cache=one_row)
+        assert _check(q_out.numpy(), q_dev.numpy(), one_row.numpy(), positions, how) == ""
+
+
 def test_no_key_and_no_tokens(device: Device, rng: np.random.Generator) -> None:
     q, _, q_dev, _ = _inputs(device, rng, "bf16", Shape(3, 2, 0, 32, 16))
     positions = np.array([5, 1, 5])
@@ -354,8 +380,8 @@ def _kernel_ptx(device: Device, rng: np.random.Generator, fn: Any, dtype: str) -
     _, _, q_dev, k_dev = _inputs(device, rng, dtype, Shape(3, 32, 8, 128, 128))
     fn(q_dev, k_dev, device.array(np.array([0, 5, 2])), max_position=16)
     program = tile_mlir.compile(device.launches[-1], name="rope")
-    assert program.cubin["ops"][:4] == b"\x7fELF"
-    ptx: str = program.ptx["ops"]
+    assert program.cubin["kernels"][:4] == b"\x7fELF"
+    ptx: str = program.ptx["kernels"]
     return ptx
 
 
@@ -375,3 +401,24 @@ def test_gptj_kernel_has_no_barriers(device: Device, rng: np.random.Generator) -
     ptx = _kernel_ptx(device, rng, ops.rope_non_neox, "f16")
     assert "bar.sync" not in ptx
     assert re.search(r"ld\.global\.nc", ptx)
+
+
+def test_in_place_in_a_packed_qkv(device: Device, rng: np.random.Generator) -> None:
+    """vLLM's in-place RoPE on the query and key views of one packed qkv buffer: their
+    byte ranges interleave without sharing a byte, which is allowed (as torch allows it);
+    the value heads stay untouched."""
+    tokens, heads, key_heads, head_dim = 4, 2, 1, 16
+    width = heads + 2 * key_heads
+    qkv = rng.standard_normal((tokens, width, head_dim)).astype(np.float32)
+    buffer = device.array(qkv, offset=2)
+    strides = (width * head_dim, head_dim, 1)
+    q = buffer.view((tokens, heads, head_dim), strides)
+    k = buffer.view((tokens, key_heads, head_dim), strides, heads * head_dim)
+    positions = device.array(np.array([1, 0, 3, 2]))
+    want_q, want_k = (a.numpy() for a in ops.rope_neox(
+        device.array(qkv[:, :heads].copy()), device.array(qkv[:, heads:heads + 1].copy()),
+        positions, max_position=4))
+    assert ops.rope_neox(q, k, positions, max_position=4, out=(q, k)) == (q, k)
+    np.testing.assert_array_equal(q.numpy(), want_q)
+    np.testing.assert_array_equal(k.numpy(), want_k)
+    np.testing.assert_array_equal(buffer.numpy()[:, heads + 1:], qkv[:, heads + 1:])

@@ -46,7 +46,8 @@ def test_the_table_covers_the_library() -> None:
     # + the reductions and the fused row ops
     assert len(names) == len(set(names)) == len(op_table.library_ops()) + 10
     assert set(names) == set(ops.__all__) - {"list_ops", "torch_ops", "rope_cache", "manual_seed",
-                                             "get_rng_state", "set_rng_state"}
+                                             "get_rng_state", "set_rng_state", "fuse",
+                                             "FuseError"}
     assert all(callable(getattr(ops, n)) for n in names)
 
 
@@ -207,7 +208,7 @@ def test_fake_errors_name_the_argument(torch: Any, tops: Any, fake: Any) -> None
         tops.bitwise_and(_t(torch, (3,), "float32"), _t(torch, (3,), "int32"))
     with pytest.raises(TypeError, match="reductions take"):
         tops.sum(_t(torch, (3,), "int32"))
-    with pytest.raises(ValueError, match="dim 2 is out of range"):
+    with pytest.raises(ValueError, match="argument 'dim': 2 is out of range"):
         tops.sum(_t(torch, (3, 4), "float32"), dim=2)
 
 
@@ -301,9 +302,9 @@ def _part_1_stand_ins(torch: Any) -> dict[str, Callable[..., Any]]:
     def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
         return torch.clamp(input, min, max)
 
-    def total(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
-        return torch.sum(x, dim=dim, keepdim=keepdim) if dim is not None else \
-            torch.sum(x).reshape([1] * x.dim() if keepdim else [])
+    def total(x: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+        return torch.sum(x, dim=dim, keepdim=keepdim, dtype=dtype) if dim is not None else \
+            torch.sum(x, dtype=dtype).reshape([1] * x.dim() if keepdim else [])
 
     return {"add": add, "where": where, "clamp": clamp, "sum": total}
 
@@ -430,3 +431,68 @@ def test_traced_numbers_reach_the_fakes(torch: Any, stand_ins: Any) -> None:
     x = torch.randn(3)
     for s in (2.0, 3.0, 4.0):
         torch.testing.assert_close(compiled(x, s), x + s * s)
+
+
+# ------------------------------------------------------------ fused functions
+
+
+def test_a_fused_function_makes_a_custom_op_per_choice() -> None:
+    def chain(x: Any, b: Any, s: Any = 0.5, *, approximate: str = "none") -> Any:
+        return ops.mul(ops.gelu(ops.add(x, b), approximate=approximate), s)
+
+    fused = ops.fuse(chain)
+    call, schema = tl.fused_entries(fused)
+    name = fused.spec_name
+    schemas = _schemas(schema)
+    assert len(schemas) == 7  # a tensor or a number for each of x, b, s; one tensor at least
+    assert schemas[name] == "(Tensor x, Tensor b, Tensor s, str approximate='none') -> Tensor"
+    assert schemas[f"{name}_tts"] == \
+        "(Tensor x, Tensor b, Scalar s, str approximate='none') -> Tensor"
+    assert [p.default for p in call.params][2:] == [0.5, "none"]  # the wrapper fills them
+
+
+def test_fused_functions_the_schemas_cannot_take() -> None:
+    with pytest.raises(TypeError, match="at most 6"):
+        tl.fused_entries(ops.fuse(lambda a, b, c, d, e, f, g: ops.add(a, b)))
+    def untyped(x: Any, *, mode: Any = None) -> Any:
+        return ops.exp(x)
+
+    with pytest.raises(TypeError, match="parameter 'mode' has no default of bool"):
+        tl.fused_entries(ops.fuse(untyped))
+
+
+def test_a_fused_op_is_one_node_of_the_graph(torch: Any, tops: Any) -> None:
+    fused = ops.fuse(lambda x, b: ops.mul(ops.silu(ops.add(x, b)), 2), name="silu_chain")
+    op = tops.fuse(fused)
+    assert tops.fuse(fused) is op and fused.torch_op is op  # registered once
+    def block(x: Any, b: Any) -> Any:
+        return op(x, b)
+
+    graphs: list[Any] = []
+    compiled = torch.compile(block, backend=_recording_backend(torch, graphs), fullgraph=True)
+    result = compiled(torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(8))
+    assert (result.dtype, tuple(result.shape)) == (torch.float32, (4, 8))  # bf16 + f32
+    assert _targets(graphs[0]) == [f"tile_mlir.{fused.spec_name}.default"]
+
+
+def test_a_fused_fake_follows_shapes_and_numbers(torch: Any, tops: Any, fake: Any) -> None:
+    op = tops.fuse(lambda x, s: ops.gt(ops.silu_and_mul(x), s))
+    got = op(_t(torch, (3, 5, 16), "float16"), 0.25)
+    assert (got.dtype, tuple(got.shape)) == (torch.bool, (3, 5, 8))
+    got = op(_t(torch, (2, 4), "bfloat16"), _t(torch, (2, 1), "float32"))
+    assert (got.dtype, tuple(got.shape)) == (torch.bool, (2, 2))
+    with pytest.raises(ops.FuseError, match="sum cannot be fused"):
+        tops.fuse(lambda x: ops.sum(ops.exp(x)))(_t(torch, (3,), "float32"))
+
+
+def test_a_fused_op_with_dynamic_shapes(torch: Any, tops: Any) -> None:
+    op = tops.fuse(lambda x, y: ops.add(ops.mul(x, 0.5), y))
+    def block(x: Any, y: Any) -> Any:
+        return op(x, y)
+
+    graphs: list[Any] = []
+    compiled = torch.compile(block, backend=_recording_backend(torch, graphs), fullgraph=True,
+                             dynamic=True)
+    assert compiled(torch.randn(5, 3), torch.randn(3)).shape == (5, 3)
+    assert compiled(torch.randn(7, 6), torch.randn(6)).shape == (7, 6)
+    assert len(graphs) == 1

@@ -58,8 +58,9 @@ def test_numpy_views_are_copied_in(device: Device, rng: np.random.Generator) -> 
 
 
 def test_in_place_views(device: Device, rng: np.random.Generator) -> None:
-    """out= the very same (strided, misaligned) view as an input: in place; a view of the
-    same memory shifted by one element: refused, naming out."""
+    """out= the very same (strided, misaligned) view as an input: in place; a strided
+    view interleaved with the input's elements: allowed, as torch allows it; a dense view
+    of the input's memory shifted by one element: refused, naming out."""
     base = rng.standard_normal((10, 21)).astype(np.float32)
     buffer = device.array(base, offset=1)
     view = buffer.view((10, 10), (21, 2), 1)
@@ -68,8 +69,12 @@ def test_in_place_views(device: Device, rng: np.random.Generator) -> None:
         fresh = device.array(base, offset=1).view((10, 10), (21, 2), 1)
         assert ops.exp(fresh, out=fresh) is fresh
         np.testing.assert_allclose(fresh.numpy(), want, rtol=1e-6)
+    between = buffer.view((10, 10), (21, 2), 2)  # the elements between view's
+    assert ops.exp(view, out=between) is between
+    np.testing.assert_allclose(between.numpy(), np.exp(view.numpy()), rtol=1e-6)
+    dense = buffer.view((20,), (1,))
     with pytest.raises(ValueError, match="argument 'out' overlaps argument 'input'"):
-        ops.exp(view, out=buffer.view((10, 10), (21, 2), 2))
+        ops.exp(dense, out=buffer.view((20,), (1,), 1))
     numpy_in_place = base.copy()
     assert ops.exp(numpy_in_place, out=numpy_in_place) is numpy_in_place
     np.testing.assert_allclose(numpy_in_place, np.exp(base), rtol=1e-6)

@@ -23,7 +23,8 @@ import pytest
 import tile_mlir
 from tile_mlir.ops import rows
 from tile_mlir.ops.programs import rows as programs
-from tile_mlir.ops.programs.rows import Geometry, LangProgram
+from tile_mlir.ops.programs.lang import LangProgram
+from tile_mlir.ops.programs.rows import Geometry
 from tile_mlir.toolchain import find_ptxas
 
 REDUCTIONS = {"softmax": 2, "log_softmax": 2, "rms_norm": 1, "layer_norm": 2,

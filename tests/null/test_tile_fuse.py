@@ -15,6 +15,8 @@ must leave alone).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from support.fuse_programs import (
@@ -35,6 +37,9 @@ from support.fuse_programs import (
 )
 
 import tile_mlir
+from tile_mlir import pipeline
+from tile_mlir.context import new_context, parse
+from tile_mlir.diagnostics import DiagnosticSink
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.op_table import fusion
 from tile_mlir.op_table.refs import alibi as ref_alibi
@@ -51,8 +56,12 @@ def check_chain(chain: Chain, rng: np.random.Generator) -> None:
     """The chain's fused and unfused programs compute the same bits on the host."""
     text = program_text(chain)
     ops = elementwise_ops(text)
-    if expect_fused(chain):
-        assert ops == 1, f"{chain.describe()}: {ops} elementwise ops after tile-fuse"
+    if expect_fused(chain) and ops != 1:
+        # The copies into registers fuse too (elementwise/reg_mem reads global operands),
+        # which can bring the fused op's inputs to more types than the dialect's slots
+        # take: then tile-fuse stops there, and says so.
+        assert SLOTS_FULL in fuse_remarks(text), \
+            f"{chain.describe()}: {ops} elementwise ops after tile-fuse"
     inputs = random_inputs(chain, rng)
     fused = run_on_host(lower(text, FUSED), chain, inputs)
     unfused = run_on_host(lower(text, UNFUSED), chain, inputs)
@@ -61,6 +70,18 @@ def check_chain(chain: Chain, rng: np.random.Generator) -> None:
     assert not differ.any(), (
         f"{chain.describe()}: {int(differ.sum())} elements differ, first at "
         f"{np.argwhere(differ)[0]}: fused {fused[differ][0]}, unfused {unfused[differ][0]}")
+
+
+SLOTS_FULL = "tile.elementwise's operands after the second must share one type"
+
+
+def fuse_remarks(text: str) -> str:
+    """tile-fuse's remarks on a program (what it fused and why it refused)."""
+    module = parse(text, "chain.mlir", new_context())
+    sink = DiagnosticSink()
+    pipeline.run(module, pipeline.Expander(
+        pass_options={"tile-fuse": {"explain": True}}).expand("tile-verify,tile-fuse"), sink)
+    return "\n".join(d.message for d in sink.diagnostics)
 
 
 def different(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -103,6 +124,34 @@ def test_bf16_rounding_between_steps(rng: np.random.Generator) -> None:
     narrow = run_on_host(lower(program_text(bf16), FUSED), bf16, inputs)
     wide = run_on_host(lower(program_text(f32), FUSED), f32, inputs)
     assert different(narrow, wide).any()
+
+
+def test_mixed_operands_round_to_the_common_type(rng: np.random.Generator) -> None:
+    """(i32 tile + bf16 tile) * f32 scalar into bf16, fused and not: the integers are
+    rounded to bf16 (through f32) before the add, as torch casts tensor operands to the
+    common dtype; the f32 scalar of the last step is not rounded. Odd integers past 2^10,
+    which bf16 rounds: the test can tell. (Per thread in global memory: register tiles
+    take floats only.)"""
+    operands = (Operand("x", "i32", "tile"), Operand("y", "bf16", "tile"),
+                Operand("s", "f32", "scalar"))
+    chain = Chain("threads", operands, (_link("add", ("x", "y"), "bf16"),
+                                        _link("mul", (R(0), "s"), "bf16")))
+    assert elementwise_ops(program_text(chain)) == 1
+    bf16 = DTYPES["bf16"].np_dtype()
+    x = (rng.integers(500, 2000, chain.shape) * 2 + 1).astype(np.int32)
+    y = rng.uniform(-3, 3, chain.shape).astype(bf16)
+    inputs: dict[str, Any] = {"x": x, "y": y, "s": 1.3}
+    fused = run_on_host(lower(program_text(chain), FUSED), chain, inputs)
+    unfused = run_on_host(lower(program_text(chain), UNFUSED), chain, inputs)
+    assert not different(fused, unfused).any()
+
+    def expected(first: np.ndarray) -> np.ndarray:
+        total = (first.astype(np.float32) + y.astype(np.float32)).astype(bf16)
+        return np.asarray((total.astype(np.float32) * np.float32(1.3)).astype(bf16))
+
+    rounded = expected(x.astype(np.float32).astype(bf16))
+    assert not different(fused, rounded).any()
+    assert different(rounded, expected(x)).any()  # the rounding shows
 
 
 INDEXED = """gpu.module @kernels {
@@ -173,6 +222,13 @@ def test_build_numbers_inputs_by_first_use_and_shares_them() -> None:
     assert fused.expr.chain(["x", "y"]) == [_link("add", ("x", "y"), "bf16"),
                                             _link("gelu", (R(0),), "bf16"),
                                             _link("mul", (R(1), "x"), "f32")]
+
+
+def test_build_shares_an_input_read_twice_by_one_link() -> None:
+    fused = fusion.build([_link("mul", ("x", "x"), "f32"), _link("lerp", (R(0), "y", "y"), "f32")])
+    assert fused.inputs == ("x", "y")
+    assert fused.expr.texts() == ["mul(%0, %0) : f32", "lerp($0, %1, %1) : f32"]
+    assert not fused.expr.problems(len(fused.inputs))
 
 
 def test_build_orders_inputs_to_fit_the_slots() -> None:

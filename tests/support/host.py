@@ -12,6 +12,11 @@ things the host has not got: the NVVM fp8 conversion instructions, replaced by
 host functions written from the PTX ISA's description (their actual behaviour
 is the gpu tier's to check), and the libdevice math functions (the host uses
 libm's, so only exact ops are compared bit for bit).
+
+bf16 arithmetic, which the host has not got either, is computed in f32 and rounded to
+bf16 after each op (`round_each_bf16_op`), as the GPU's add.rn.bf16x2 and mul.rn.bf16x2
+round: upstream's arith-emulate-unsupported-floats alone keeps a chain of bf16 ops in
+f32 without rounding in between (a fused op's native steps, add then mul).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 import numpy as np
 from mlir import execution_engine, ir, passmanager, runtime
+from mlir.dialects import arith
 
 from tile_mlir import pipeline
 from tile_mlir.context import new_context, parse
@@ -267,6 +273,50 @@ class Compiled:
     context: ir.Context
 
 
+_BF16_KEPT = frozenset(("arith.extf", "arith.truncf", "arith.bitcast", "arith.constant",
+                        "arith.select", "arith.cmpf"))
+"""bf16 ops that compute nothing to round (conversions, moves, comparisons)."""
+
+
+def _operations(op: ir.Operation) -> list[ir.Operation]:
+    found = []
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                found.append(inner.operation)
+                found += _operations(inner.operation)
+    return found
+
+
+def _bf16(type_: ir.Type) -> bool:
+    element = type_.element_type if isinstance(type_, ir.VectorType) else type_
+    return isinstance(element, ir.BF16Type)
+
+
+def _widened(type_: ir.Type) -> ir.Type:
+    if isinstance(type_, ir.VectorType):
+        return ir.VectorType.get(type_.shape, ir.F32Type.get())
+    return ir.F32Type.get()
+
+
+def round_each_bf16_op(module: ir.Module) -> None:
+    """Every arith/math op on bf16 as an f32 op between extf and truncf, so that each
+    result is rounded to bf16 on its own (see the module docstring)."""
+    for op in _operations(module.operation):
+        results = list(op.results)
+        if op.name.split(".")[0] not in ("arith", "math") or op.name in _BF16_KEPT or \
+                len(results) != 1 or not _bf16(results[0].type):
+            continue
+        with ir.InsertionPoint(op), op.location:
+            operands = [arith.extf(_widened(v.type), v) if _bf16(v.type) else v
+                        for v in op.operands]
+            wide = ir.Operation.create(op.name, [_widened(results[0].type)], operands,
+                                       {name: op.attributes[name] for name in op.attributes})
+            rounded = arith.truncf(results[0].type, wide.results[0])
+        results[0].replace_all_uses_with(rounded)
+        op.erase()
+
+
 @cache
 def compiled(text: str) -> Compiled:
     """A kernel's host version, lowered and JIT-compiled (once per program)."""
@@ -274,6 +324,7 @@ def compiled(text: str) -> Compiled:
     context = ir.Context()
     with context:
         module = ir.Module.parse(host)
+        round_each_bf16_op(module)
         passmanager.PassManager.parse(f"builtin.module({HOST_PIPELINE})").run(module.operation)
         engine = execution_engine.ExecutionEngine(module, opt_level=2)
     return Compiled(engine, args, context)

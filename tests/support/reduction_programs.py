@@ -33,6 +33,7 @@ class Reduce:
     nan: bool = False  # sprinkle NaNs into the input
     scale: float | None = None  # tile.reduce's scale (1/L: a mean)
     name: str = field(default="")
+    block: tuple[int, int, int] | None = None  # the CTA's shape (default: threads x 1 x 1)
 
     @property
     def id(self) -> str:
@@ -43,8 +44,10 @@ class Reduce:
         extra += "-nan" if self.nan else ""
         extra += "-scaled" if self.scale is not None else ""
         extra += f"-into-{self.into}" if self.into else ""
+        threads = "x".join(map(str, self.block)) if self.block and self.block[1:] != (1, 1) \
+            else str(self.threads)
         return (self.name or f"{self.kind}-{self.dtype}-{dims}-ax{axes}-{self.scope}"
-                f"{self.threads}-{self.memory}{extra}")
+                f"{threads}-{self.memory}{extra}")
 
     @property
     def dst_dtype(self) -> str:
@@ -80,8 +83,9 @@ class Reduce:
             body = (f'    "tile.reduce"(%out, %a) {{{attrs}}} : (memref<{dst}>, memref<{src}>) -> ()\n')
         else:
             body = self._staged(src, dst, space, attrs)
+        x, y, z = self.block or (self.threads, 1, 1)
         return f"""gpu.module @kernels {{
-  gpu.func @k(%a: memref<{src}>, %out: memref<{dst}>) kernel attributes {{known_block_size = array<i32: {self.threads}, 1, 1>, known_grid_size = array<i32: 1, 1, 1>}} {{
+  gpu.func @k(%a: memref<{src}>, %out: memref<{dst}>) kernel attributes {{known_block_size = array<i32: {x}, {y}, {z}>, known_grid_size = array<i32: 1, 1, 1>}} {{
 {body}    gpu.return
   }}
 }}

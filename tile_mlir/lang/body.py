@@ -31,6 +31,7 @@ from tile_mlir.lang import builder, errors
 from tile_mlir.lang.builder import as_value, at, current
 from tile_mlir.lang.values import Bool, Index, IndexLike, Scalar, Tensor, dtype_name
 from tile_mlir.layout import LayoutError, TileLayout
+from tile_mlir.op_table import fusion
 
 _AXES = {0: gpu.Dimension.x, 1: gpu.Dimension.y, 2: gpu.Dimension.z}
 
@@ -367,6 +368,9 @@ def _input(row: op_table.EwOp, n: int, x: Any, dst: Tensor, inputs: Sequence[Any
 
 def elementwise(scope: str, op: str, dst: Any, inputs: Sequence[Any],
                 options: dict[str, Any]) -> None:
+    if op == fusion.FUSED:
+        fused(scope, dst, inputs, options)
+        return
     row = _row(op)
     if len(inputs) != row.arity:
         raise errors.program_error(f"'{row.name}' takes {row.arity} input(s), got "
@@ -377,6 +381,36 @@ def elementwise(scope: str, op: str, dst: Any, inputs: Sequence[Any],
         values = [_input(row, n, x, target, inputs) for n, x in enumerate(inputs)]
         built = tile.ElementwiseOp(row.name, target.value, values, scope=scope,
                                    variant=variant)
+        _options(built, options)
+    builder.mark_written(target)
+
+
+def _fused_input(n: int, x: Any, dst: Tensor) -> ir.Value:
+    if isinstance(x, Tensor):
+        _check_shapes(dst, x, f"input {n}")
+        return x.value
+    if isinstance(x, Scalar):
+        return x.value
+    raise errors.program_error(f"input {n} of a fused op is a tl.Tensor or a typed scalar "
+                               f"(its steps take their types), got {type(x).__name__}")
+
+
+def fused(scope: str, dst: Any, inputs: Sequence[Any], options: dict[str, Any]) -> None:
+    """tile.elementwise {op = "fused"}: the steps of `expr` (op_table/fusion.py: strings
+    `row(%0, $1) : dtype`) over the inputs; tile-verify checks them."""
+    expr = options.pop("expr", None)
+    if not isinstance(expr, list | tuple) or not expr or \
+            not all(isinstance(step, str) for step in expr):
+        raise errors.program_error("a fused op takes expr=[step, ...], each step a string "
+                                   "'row(%0, $1) : dtype' (op_table/fusion.py)")
+    target = _tensor(dst, "dst")
+    variant = options.pop("variant", None)
+    with at():
+        values = [_fused_input(n, x, target) for n, x in enumerate(inputs)]
+        built = tile.ElementwiseOp(fusion.FUSED, target.value, values, scope=scope,
+                                   variant=variant)
+        built.operation.attributes["expr"] = ir.ArrayAttr.get(
+            [ir.StringAttr.get(step) for step in expr])
         _options(built, options)
     builder.mark_written(target)
 
@@ -433,6 +467,12 @@ class Scope:
     def elementwise(self, op: str, dst: Tensor, *inputs: Any, **options: Any) -> None:
         """tile.elementwise: dst <- op(inputs...): tensors, scalars or numbers."""
         elementwise(self.name, op, dst, inputs, options)
+
+    def fused(self, dst: Tensor, *inputs: Any, expr: Sequence[str], **options: Any) -> None:
+        """tile.elementwise {op = "fused"}: dst <- the last of `expr`'s steps
+        (op_table/fusion.py: `"add(%0, %1) : bf16"`, `"gelu($0) : bf16"`) over the inputs,
+        tensors or typed scalars; `elementwise("fused", ..., expr=...)` is the same."""
+        fused(self.name, dst, inputs, {**options, "expr": expr})
 
     def reduce(self, kind: str, dst: Tensor, src: Tensor, *,
                axes: Sequence[int] | int | None = None, accum: bool = False,

@@ -71,6 +71,7 @@ class KernelInfo:
     static: tuple[str, ...] = ()
     index_bits: int | None = None  # None: 32 where the arrays allow
     cluster: Any = None  # CTAs per cluster: None, an int, (x, y, z) or a callable like threads
+    open: bool = False  # **params: the parameters are its Specializations' (made by a caller)
 
 
 # ------------------------------------------------------------------ specializations
@@ -84,15 +85,23 @@ class TensorSpec:
     dtype: str
     shape: tuple[int | None, ...]  # static sizes; None where given at launch
     dims: tuple[str | None, ...]  # the annotation's name of each dynamic dim
-    strides: tuple[str, ...]  # "0", "1" or "?n" per dim
+    strides: tuple[str, ...]  # "0", "1" or "?n" per dim (a number: static, where a
+    # caller makes the specialization)
     offset: bool = False  # an element offset argument (the pointer is not aligned)
     memref: bool = False  # a static memref argument rather than a pointer
+    # Pointer arguments to the array, its sizes, strides and offset shared (where a caller
+    # makes the specialization): the body gets a tuple of views, each its own buffer to
+    # tile-barriers and each promised noalias, for ops that write disjoint parts of the
+    # array (RoPE's pairs' first and second elements) with no barrier between them.
+    pointers: int = 1
 
     def __repr__(self) -> str:
         dims = ", ".join(str(s) if s is not None else (n or "?")
                          for s, n in zip(self.shape, self.dims, strict=True))
         form = "" if self.memref else f" strides({', '.join(self.strides)})"
-        return f"{self.name}: {self.dtype}[{dims}]{form}{' +offset' if self.offset else ''}"
+        copies = f" x{self.pointers}" if self.pointers > 1 else ""
+        return (f"{self.name}: {self.dtype}[{dims}]{form}{' +offset' if self.offset else ''}"
+                f"{copies}")
 
 
 @dataclass(frozen=True)
@@ -143,9 +152,10 @@ class Specialization:
 
 
 class Role(NamedTuple):
-    """One kernel argument: an array ("array": its pointer or static memref), a dynamic
-    size, a stride given at launch (with its divisibility), an element offset, or a
-    scalar parameter. `param` is the position among Specialization.params."""
+    """One kernel argument: an array ("array": its pointer or static memref; `dim` is the
+    copy for a tensor of several pointers, -1 for the first), a dynamic size, a stride
+    given at launch (with its divisibility), an element offset, or a scalar parameter.
+    `param` is the position among Specialization.params."""
 
     kind: str
     param: int
@@ -154,17 +164,29 @@ class Role(NamedTuple):
     name: str = ""
 
 
+def sizing(params: Sequence[TensorSpec | ScalarSpec | ParamInfo]) -> frozenset[str]:
+    """The integer scalar parameters named like a Tensor parameter's dim: each gives that
+    dim's size (the arrays are checked against it), so no size argument is added for it."""
+    dims = {d for p in params if isinstance(p, TensorSpec) for d in p.dims if d} | \
+        {d for p in params if isinstance(p, ParamInfo) for d in p.tensor.dims or ()
+         if isinstance(d, str)}
+    return frozenset(p.name for p in params if not isinstance(p, TensorSpec) and
+                     p.name in dims and p.dtype and DTYPES[p.dtype].kind == "int")
+
+
 def roles(spec: Specialization) -> tuple[Role, ...]:
     """The kernel's arguments in order: per tensor its array, the sizes of its dynamic dims
-    (one per dim name, at its first use), its dynamic strides and its offset; per scalar
-    parameter its value."""
+    (one per dim name, at its first use, unless an integer scalar parameter of that name
+    gives it), its dynamic strides and its offset; per scalar parameter its value."""
     result: list[Role] = []
-    named: set[str] = set()
+    named: set[str] = set(sizing(spec.params))
     for n, p in enumerate(spec.params):
         if isinstance(p, ScalarSpec):
             result.append(Role("scalar", n, name=p.name))
             continue
         result.append(Role("array", n, name=p.name))
+        result.extend(Role("array", n, copy, name=f"{p.name}_{copy}")
+                      for copy in range(1, p.pointers))
         if p.memref:
             continue
         for dim, (size, dim_name) in enumerate(zip(p.shape, p.dims, strict=True)):
@@ -214,13 +236,14 @@ class _Binding:
         self.types: dict[str, tuple[str, str]] = {}
 
     def dim(self, name: str, size: int, where: str, dim: int) -> None:
+        """dim `dim` of an array is `name`; dim -1: a scalar argument gives `name`."""
         if name not in self.dims:
             self.dims[name] = (size, where)
             return
         known, owner = self.dims[name]
         if known != size:
-            raise ArgumentError(f"{where}: dim {dim} ({name}) is {size}, but {name} is "
-                                f"{known} from {owner}")
+            what = f"{where} is {size}" if dim < 0 else f"{where}: dim {dim} ({name}) is {size}"
+            raise ArgumentError(f"{what}, but {name} is {known} from {owner}")
 
     def dtype(self, variable: str, dtype: str, where: str) -> None:
         known, owner = self.types.setdefault(variable, (dtype, where))
@@ -374,6 +397,7 @@ def specialize(info: KernelInfo, values: Sequence[Any]) -> Bound:
     scalars: dict[int, Any] = {}
     constexprs: list[tuple[str, Any]] = []
     position = 0
+    sizes = sizing(info.params)
     for p, value in zip(info.params, values, strict=True):
         where = f"argument '{p.name}'"
         if p.kind == "constexpr":
@@ -382,6 +406,8 @@ def specialize(info: KernelInfo, values: Sequence[Any]) -> Bound:
         if p.kind == "scalar":
             check_scalar(p, value, where)
             scalars[position] = value
+            if p.name in sizes:
+                binding.dim(p.name, int(value), where, -1)
         else:
             found = describe(value, where)
             if found is None:

@@ -12,7 +12,10 @@ together with dst, except the inputs a row keeps in their own type (where's
 condition, masked_fill's mask), and the op computes in the promoted type's
 opmath type: f16, bf16 and the fp8 formats compute in f32 (unless the row is
 exact in the narrow type and every operand has it: `native`), everything else
-in itself. The result is converted to dst's type.
+in itself. A tile (memref) input of another type than the tiles and dst promote to
+is first rounded to that type where it is narrower than the compute type (torch
+casts every tensor operand to the common dtype: lowering/support/compute.py);
+scalars are not. The result is converted to dst's type.
 
 Output rules: "same" (dst has the promoted type), "float" (as "same", but
 integer and bool inputs promote to f32: exp, div), "bool" (a predicate), and

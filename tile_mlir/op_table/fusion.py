@@ -221,7 +221,9 @@ def build(links: Sequence[Link[T]], type_of: Callable[[T], Hashable] | None = No
         raise FusionError("an empty chain")
     order: list[T] = []
     for link in links:
-        order += [a for a in link.args if not isinstance(a, Result) and a not in order]
+        for arg in link.args:  # one at a time: a link may read an input twice
+            if not isinstance(arg, Result) and arg not in order:
+                order.append(arg)
     if type_of is not None:
         order = fit_slots(order, type_of)
     number = {value: i for i, value in enumerate(order)}

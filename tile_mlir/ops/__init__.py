@@ -15,6 +15,8 @@ every op made of tile programs compiled through the tile passes (and cached).
     q, k = ops.rope_neox(query, key, positions)  # RoPE (ops/rope.py)
     p = ops.softmax(x, dim=-1)                 # fused row ops (ops/rows.py)
     h = ops.rms_norm(x, (4096,), weight, eps=1e-6)
+    f = ops.fuse(lambda x, b: ops.mul(ops.gelu(ops.add(x, b)), 0.5))  # one kernel
+    y = f(x, bias)                             # (ops/fuse.py); f.torch_op for torch.compile
 
 Every op runs on one spine: its front-end module says what a call means (promotion,
 broadcasting, shapes, defaults, checks), args.py describes the arguments, the
@@ -34,6 +36,7 @@ from tile_mlir.ops.activations import *  # noqa: F403 - activations, fused gated
 from tile_mlir.ops.activations import __all__ as _activations
 from tile_mlir.ops.functions import *  # noqa: F403 - the elementwise functions
 from tile_mlir.ops.functions import __all__ as _functions
+from tile_mlir.ops.fuse import FuseError, fuse
 from tile_mlir.ops.generators import (
     alibi,
     dropout,
@@ -90,8 +93,8 @@ def torch_ops() -> TorchOps:
     return torch_library.torch_ops()
 
 
-__all__ = [*_functions, *_activations, "alibi", "amax", "amin",  # noqa: PLE0604
-           "dropout", "fused_add_rms_norm", "get_rng_state", "layer_norm", "list_ops",
-           "log_softmax", "manual_seed", "mean", "prod", "rms_norm", "rope_cache",
-           "rope_llama31", "rope_longrope", "rope_neox", "rope_non_neox", "rope_yarn",
-           "set_rng_state", "sinusoidal", "softmax", "sum", "torch_ops"]
+__all__ = [*_functions, *_activations, "FuseError", "alibi", "amax",  # noqa: PLE0604
+           "amin", "dropout", "fuse", "fused_add_rms_norm", "get_rng_state", "layer_norm",
+           "list_ops", "log_softmax", "manual_seed", "mean", "prod", "rms_norm",
+           "rope_cache", "rope_llama31", "rope_longrope", "rope_neox", "rope_non_neox",
+           "rope_yarn", "set_rng_state", "sinusoidal", "softmax", "sum", "torch_ops"]

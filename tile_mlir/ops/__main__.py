@@ -62,7 +62,7 @@ def reference() -> str:
             family = op.family
             lines += ["", f"### {family}", "", "| op | signature | what |", "| --- | --- | --- |"]
         lines.append(_row(op.name))
-    extra = ["rope_cache", "manual_seed", "get_rng_state", "set_rng_state"]
+    extra = ["fuse", "rope_cache", "manual_seed", "get_rng_state", "set_rng_state"]
     lines += ["", "### helpers", "", "| function | signature | what |", "| --- | --- | --- |"]
     lines += [_row(name) for name in extra]
     return "\n".join([*lines, "", END]) + "\n"

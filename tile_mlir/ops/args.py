@@ -12,6 +12,7 @@ through here, so an error names the user's argument the same way everywhere.
   not mix);
 - `span`, `check_overlap`: the bytes an array covers (contract.extent), and out= against
   the inputs: the very same view is in place, any other overlap an error naming `out`;
+  `check_distinct`: out= whose elements share a location (stride 0) is refused;
 - `Array.misalignment`: a kernel takes a KERNEL_ARG_ALIGN-aligned base and an element
   offset, never a misaligned pointer;
 - `fits_32_bits`: whether every index a kernel computes stays under contract.INDEX_LIMIT;
@@ -31,14 +32,16 @@ import math
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tile_mlir.contract import INDEX_LIMIT, KERNEL_ARG_ALIGN, extent
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.ops import promotion
-from tile_mlir.runtime import arrays as runtime_arrays
+
+if TYPE_CHECKING:
+    from tile_mlir.runtime import arrays as runtime_arrays
 
 NUMBERS = (bool, int, float)
 """The Python number types a plan takes by type alone (the value is read per call)."""
@@ -149,11 +152,14 @@ def _torch(t: Any, name: str) -> Array | None:
             return None  # a 0-d host tensor is a number, as torch takes it beside CUDA tensors
         raise TypeError(f"argument '{name}' is a {t.device} tensor; the operator library "
                         "runs on CUDA tensors (move it with .cuda())")
+    from tile_mlir.runtime import arrays as runtime_arrays
+
     return _from_info(t, "torch", runtime_arrays.torch_info(t), name)
 
 
-_INFO = {"cupy": runtime_arrays.cupy_info, "buffer": runtime_arrays.buffer_info,
-         "cai": runtime_arrays.cai_info, "dlpack": runtime_arrays.dlpack_info}
+_INFO_NAMES = {"cupy": "cupy_info", "buffer": "buffer_info", "cai": "cai_info",
+               "dlpack": "dlpack_info"}
+"""runtime.arrays' reader of each kind (imported on the first array described)."""
 
 
 def describe(value: Any, name: str) -> Array | None:
@@ -163,15 +169,17 @@ def describe(value: Any, name: str) -> Array | None:
         return value
     if type(value) in NUMBERS or isinstance(value, np.generic) or value is None:
         return None
+    from tile_mlir.runtime import arrays as runtime_arrays
+
     kind = runtime_arrays.kind_of(value)
     if kind == "numpy":
         return _numpy(value, name)
     if kind == "torch":
         return _torch(value, name)
-    info = _INFO.get(kind)
-    if info is None:
+    reader = _INFO_NAMES.get(kind)
+    if reader is None:
         return None
-    described = info(value)
+    described = getattr(runtime_arrays, reader)(value)
     if described.device is None and kind == "dlpack":
         raise TypeError(f"argument '{name}' is a host DLPack array; pass a NumPy array or a "
                         "device array")
@@ -267,10 +275,20 @@ def same_view(a: Array, b: Array) -> bool:
         a.dtype == b.dtype
 
 
+def dense(array: Array) -> bool:
+    """Whether the array's elements fill the bytes they span, each once (torch's
+    non-overlapping and dense): any order of dims, no gaps, no stride 0."""
+    low, high = span(array)
+    return array.numel > 0 and high - low == array.numel * array.itemsize
+
+
 def overlaps(a: Array, b: Array) -> bool:
-    """Whether two arrays share a byte (on one device). A buffer the plan allocates has no
-    address yet (pointer 0): it overlaps only views of itself (the same root)."""
-    if a.device != b.device or not a.numel or not b.numel:
+    """Whether two arrays provably share a byte, as torch proves it: both dense and their
+    ranges meeting. (Views with gaps that interleave, such as the query and key of a
+    packed qkv, may lie in one range without sharing a byte: torch lets them be, and
+    so does the library.) A buffer the plan allocates has no address yet (pointer 0): it
+    overlaps only views of itself (the same root)."""
+    if a.device != b.device or not dense(a) or not dense(b):
         return False
     if 0 in (a.pointer, b.pointer) and a.root and b.root and a.root != b.root:
         return False
@@ -293,6 +311,22 @@ def check_overlap(out: Array, inputs: Iterable[Array], what: str = "") -> list[A
                              f"'{given.name}' without being the same view of it: some "
                              "elements would be read after they were written")
     return same
+
+
+def check_distinct(out: Array, what: str = "") -> None:
+    """Refuse an output some of whose elements share one location (a stride 0 over more
+    than one element: an expanded view), as torch refuses it ("more than one element of
+    the written-to tensor refers to a single memory location"): which of the results
+    written there would remain is not defined. ValueError naming the argument."""
+    if not out.numel:
+        return  # nothing is written (torch's check finds no overlap in an empty tensor)
+    shared = [d for d, (size, stride) in enumerate(zip(out.shape, out.strides, strict=True))
+              if stride == 0 and size > 1]
+    if shared:
+        prefix = f"{what}: " if what else ""
+        raise ValueError(f"{prefix}argument '{out.name}' has stride 0 along dim {shared[0]} "
+                         f"(an expanded view): more than one of its elements refers to a "
+                         "single memory location")
 
 
 def fits_32_bits(reaches: Iterable[int]) -> bool:

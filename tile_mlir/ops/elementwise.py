@@ -9,18 +9,24 @@ that are not 0 or 1 and the element offsets are constants of the plan (the key f
 them), the pointers and the numbers are read per call. The front ends (functions.py,
 activations.py, generators.py, reductions.py, rope.py) call `apply` with the operands
 they made (views of their arguments included) and get the output's description back.
+
+ops.fuse (fuse.py) traces a function of these front ends with a `Recording` builder:
+`apply` hands it each resolved call instead of planning it, and the fused expression
+comes back as one `Call` with `expr` set, planned by `run_call` as any other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from tile_mlir import op_table
-from tile_mlir.dtypes import DTYPES, opmath
+from tile_mlir.contract import DIVISIBILITY_CAP
+from tile_mlir.dtypes import DTYPES, opmath, promote_types
+from tile_mlir.op_table import fusion
 from tile_mlir.ops import args, coalesce, kernels, plan, promotion, strategy
 from tile_mlir.ops.args import Array, Scalar, torch_name
 from tile_mlir.ops.plan import Builder, Num, Value
@@ -50,6 +56,9 @@ class In:
     # dtype before the kernel; False for torch's Scalar parameters (lerp's weight).
     cast: bool = True
     keep: str | None = None  # a scalar passed in this dtype, whatever the compute type
+    # a scalar whose value is a constant of the plan (ops.fuse's numbers, converted and
+    # checked when traced): written into the kernel's parameters once, not per call
+    fixed: bool = False
 
 
 # ---------------------------------------------------------------- promotion
@@ -147,6 +156,19 @@ class Call:
     shape: tuple[int, ...]
     round_to: tuple[str | None, ...]  # per input (see CASTS_NUMBERS)
     what: str
+    expr: tuple[str, ...] = ()  # a fused expression's steps (fuse.py), in place of the row
+    common: str = ""  # torch's common dtype of the promoting inputs
+
+    @property
+    def op(self) -> str:
+        """The tile op's `op`: the row's name, or "fused"."""
+        return fusion.FUSED if self.expr else self.row.name
+
+    @property
+    def family(self) -> str:
+        """Whose tuned strategies the call runs with (fused calls have none of their own
+        yet: the defaults)."""
+        return fusion.FUSED if self.expr else self.row.family
 
     def scalar_dtype(self, n: int) -> str:
         """The type the scalar input n is passed in: the compute type, or its own where
@@ -181,7 +203,7 @@ def resolve(op: str, inputs: Sequence[In], result: str | None = None, what: str 
     casts = common in ("f16", "bf16") and row.name in CASTS_NUMBERS
     round_to = tuple(common if casts and i.promotes and i.cast and
                      isinstance(i.operand, Scalar) else None for i in inputs)
-    return Call(row, tuple(inputs), dtype, compute, shape, round_to, what)
+    return Call(row, tuple(inputs), dtype, compute, shape, round_to, what, common=common)
 
 
 def castable(src: str, dst: str) -> bool:
@@ -192,11 +214,13 @@ def castable(src: str, dst: str) -> bool:
 
 def check_out(out: Array, shape: tuple[int, ...], result: str, arrays: Sequence[Array],
               what: str) -> None:
-    """out= has the result's shape, is on the inputs' device and takes the result's
-    dtype (torch.can_cast); errors name `out`."""
+    """out= has the result's shape, is on the inputs' device, takes the result's dtype
+    (torch.can_cast) and has a location of its own for every element; errors name
+    `out`."""
     if out.shape != tuple(shape):
         raise ValueError(f"{what}: argument '{out.name}' has shape {out.shape}, the result "
                          f"has {tuple(shape)}")
+    args.check_distinct(out, what)
     if arrays and ((out.device is None) != (arrays[0].device is None) or
                    out.device != arrays[0].device):
         where = "the host" if out.device is None else f"cuda:{out.device}"
@@ -207,16 +231,34 @@ def check_out(out: Array, shape: tuple[int, ...], result: str, arrays: Sequence[
                         f"{torch_name(result)} result cannot be cast to")
 
 
+class Recording(Builder):
+    """A builder that records the elementwise calls an op's semantics make instead of
+    planning them: ops.fuse's tracer (fuse.py) runs the library's semantics on one."""
+
+    def record(self, call: Call, out: Array | None) -> Array:
+        """The array standing for the call's result (out= is the recorder's to refuse)."""
+        raise NotImplementedError
+
+
 def apply(b: Builder, op: str, inputs: Sequence[In], out: Array | None = None, *,
           result: str | None = None, what: str = "", shape: tuple[int, ...] | None = None
           ) -> Array:
     """Plan row `op` on the inputs into `out` (checked: shape, device, castable dtype,
     overlap: the very same view as an input is in place), or into a new output; returns
-    the array written."""
+    the array written. A Recording builder records the call instead."""
     call = resolve(op, inputs, result, what, shape)
+    if isinstance(b, Recording):
+        return b.record(call, out)
+    return run_call(b, call, out)
+
+
+def run_call(b: Builder, call: Call, out: Array | None = None) -> Array:
+    """Plan a resolved call (a row's, or a fused expression's) into `out` or a new
+    output, as `apply` does; returns the array written."""
     arrays = [i.operand for i in call.inputs if isinstance(i.operand, Array)]
     if arrays:
         b.place(arrays)
+        call = _narrow_zero_dims(b, call)
     if out is None:
         target = b.output(call.shape, call.result)
         _launch(b, call, target, inplace=False)
@@ -224,7 +266,11 @@ def apply(b: Builder, op: str, inputs: Sequence[In], out: Array | None = None, *
     check_out(out, call.shape, call.result, arrays, call.what)
     if not arrays:
         b.place([out])
-    same = args.check_overlap(out, arrays, call.what)
+    made = out.root in {f"_p_{alloc.var}" for alloc in b.allocs}  # a temporary (fuse.py)
+    same = [] if made else args.check_overlap(out, arrays, call.what)
+    for given in arrays:
+        if not any(given is s for s in same):
+            b.disjoint(out, given, call.what)
     if out.dtype != call.result:  # computed in the result's type, then cast into out
         temporary = b.temporary(call.shape, call.result)
         _launch(b, call, temporary, inplace=False)
@@ -233,6 +279,28 @@ def apply(b: Builder, op: str, inputs: Sequence[In], out: Array | None = None, *
         return out
     _launch(b, call, out, inplace=bool(same))
     return out
+
+
+def _narrow_zero_dims(b: Builder, call: Call) -> Call:
+    """torch casts every tensor operand to the common dtype before the op; a 0-d array
+    wider than it (f32 beside an f16 tensor, i64 beside i32, f16 beside bf16: a 0-d
+    tensor does not raise the tensors' dtype) would make the kernel's promotion, which
+    knows no priorities, wider than torch's. Such an operand is cast into a one-element
+    temporary of the common dtype first (the kernel rounds the others: lowering's
+    compute.py). A fused call (no common dtype of its own: each step has its own) is
+    left as traced."""
+    if not call.common:
+        return call
+    inputs = list(call.inputs)
+    for n, given in enumerate(inputs):
+        operand = given.operand
+        if given.promotes and isinstance(operand, Array) and \
+                promote_types(operand.dtype, call.common) != call.common:
+            narrowed = b.temporary(operand.shape, call.common)
+            cast = resolve("cast", [In(operand)], call.common, call.what)
+            _launch(b, cast, narrowed, inplace=False)
+            inputs[n] = replace(given, operand=narrowed)
+    return replace(call, inputs=tuple(inputs)) if inputs != list(call.inputs) else call
 
 
 # ------------------------------------------------------------------ launches
@@ -246,7 +314,7 @@ def _launch(b: Builder, call: Call, out: Array, *, inplace: bool) -> None:
     strides = [out.strides] + [coalesce.expand_strides(a.shape, a.strides, call.shape)
                                for a in arrays[1:]]
     view = coalesce.coalesce(call.shape, strides)
-    choice = strategy.choose(call.row.family, call.result, view.numel, kernels.chip(b.device))
+    choice = strategy.choose(call.family, call.result, view.numel, kernels.chip(b.device))
     sig = signature(call, view, arrays, choice=choice, inplace=inplace)
     program = ElementwiseProgram(sig)
     b.launch(program, (coalesce.grid(view, sig.mode, sig.piece()), 1, 1),
@@ -263,13 +331,36 @@ def signature(call: Call, view: coalesce.Coalesced, arrays: Sequence[Array], *,
         next(specs_in) if isinstance(i.operand, Array) else INDEX
         if isinstance(i.operand, Index) else call.scalar_dtype(n)
         for n, i in enumerate(call.inputs)]
-    draft = Signature(call.row.name, specs[0], tuple(ins), view.rank, "flat", choice,
-                      inplace=inplace)
+    if call.expr:
+        ins[2:] = one_type(ins[2:])
+    draft = Signature(call.op, specs[0], tuple(ins), view.rank, "flat", choice,
+                      inplace=inplace, expr=call.expr)
     mode, width = coalesce.pieces(view, draft.chunk())
     bits = 32 if coalesce.fits_32_bits(view, [a.offset for a in arrays], draft.chunk()) \
         else 64
-    return Signature(call.row.name, specs[0], tuple(ins), view.rank, mode, choice, width,
-                     bits, inplace)
+    return Signature(call.op, specs[0], tuple(ins), view.rank, mode, choice, width,
+                     bits, inplace, call.expr)
+
+
+def one_type(slot: Sequence[ArraySpec | str]) -> list[ArraySpec | str]:
+    """The inputs of the dialect's variadic slot c, which takes operands of one type (a
+    fused op's third input on: fuse.py puts there arrays of one dtype, or numbers of
+    one): a dimension whose static stride differs between the arrays becomes a dynamic
+    one for all of them (0 is a multiple of anything, 1 of 1), and an element offset
+    for one is an offset for all. Arrays that agree are left as they are."""
+    specs = [s for s in slot if isinstance(s, ArraySpec)]
+    if len(specs) < 2 or len(specs) != len(slot) or len({s.dtype for s in specs}) > 1:
+        return list(slot)
+    rank = len(specs[0].strides)
+    differ = [len({s.static_strides()[d] for s in specs}) > 1 for d in range(rank)]
+    offset = any(s.offset for s in specs)
+
+    def dynamic(c: str) -> str:
+        return c if c.startswith("?") else f"?{DIVISIBILITY_CAP if c == '0' else 1}"
+
+    return [ArraySpec(s.dtype, tuple(dynamic(c) if moved else c
+                                     for c, moved in zip(s.strides, differ, strict=True)),
+                      offset) for s in specs]
 
 
 def kernel_arguments(b: Builder, call: Call, sig: Signature, view: coalesce.Coalesced,
@@ -293,6 +384,7 @@ def kernel_arguments(b: Builder, call: Call, sig: Signature, view: coalesce.Coal
         if isinstance(given.operand, Array):
             array_values()
         elif isinstance(given.operand, Scalar):
-            values.append(scalar_value(b, given.operand, call.scalar_dtype(n),
+            values.append(given.operand.value if given.fixed else
+                          scalar_value(b, given.operand, call.scalar_dtype(n),
                                        call.round_to[n]))
     return values

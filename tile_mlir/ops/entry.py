@@ -21,6 +21,10 @@ describe cheaply (CuPy and other arrays, torch subclasses) is keyed by `keyof`;
 NumPy arrays and unusual numbers take the full path every call. A miss runs the full
 path: describe the arguments (args.py), run the semantics into a Builder, make the
 launcher, keep it under the key, call it.
+
+ops.fuse (fuse.py) traces functions of the ops with `Traced` values: the key has no
+part for one (keyof gives None), so a call on one takes the full path, which hands
+it to the value's trace first thing; the fast path never sees one.
 """
 
 from __future__ import annotations
@@ -32,9 +36,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tile_mlir.contract import KERNEL_ARG_ALIGN
 from tile_mlir.ops import args, kernels, strategy
 from tile_mlir.ops.args import NUMBERS, Array
 from tile_mlir.ops.plan import Builder
+
+_ALIGN_MASK = KERNEL_ARG_ALIGN - 1
 
 ROLES = ("operand", "array", "optional", "number", "static", "out", "outs")
 ARRAY_ROLES = ("operand", "array", "optional", "out")
@@ -48,6 +55,17 @@ strategy.listeners.append(PLANS.clear)  # new tuning choices: plan again
 Semantics = Callable[..., str]
 """(builder, **described parameters) -> the result's expression (the builder has the
 rest)."""
+
+
+class Traced:
+    """What ops.fuse (fuse.py) passes a traced function for its arrays: an op called on
+    one records itself in the trace instead of running."""
+
+    __slots__ = ()
+
+    def record(self, spec: Spec, values: Sequence[Any]) -> Any:
+        """The op `spec` called on `values` (one of them this value), recorded."""
+        raise NotImplementedError
 
 
 class _NoTensor:
@@ -88,7 +106,7 @@ def keyof(value: Any) -> tuple[Any, int] | None:
         if not getattr(value, "is_cuda", True):
             return None
         pointer = value.data_ptr()
-        return (value.dtype, tuple(value.shape), tuple(value.stride()), pointer & 15,
+        return (value.dtype, tuple(value.shape), tuple(value.stride()), pointer & _ALIGN_MASK,
                 value.device), pointer
     try:
         found = args.describe(value, "argument")
@@ -96,7 +114,7 @@ def keyof(value: Any) -> tuple[Any, int] | None:
         return None
     if found is None or found.kind == "numpy":
         return None
-    return (found.kind, found.dtype, found.shape, found.strides, found.pointer & 15,
+    return (found.kind, found.dtype, found.shape, found.strides, found.pointer & _ALIGN_MASK,
             found.device), found.pointer
 
 
@@ -169,7 +187,10 @@ def _generic(name: str, value: str, call: str, key: str, pointer: str) -> list[s
 
 
 def _array_key(value: str, pointer: str) -> str:
-    return f"({value}.dtype, {value}.shape, {value}.stride(), {pointer} & 15, {value}.device)"
+    """An array's key part: what a plan depends on (the misalignment under
+    KERNEL_ARG_ALIGN, not the pointer: that is read per call)."""
+    return (f"({value}.dtype, {value}.shape, {value}.stride(), {pointer} & {_ALIGN_MASK}, "
+            f"{value}.device)")
 
 
 def _param_lines(spec: Spec, param: inspect.Parameter, slow: str, earlier: list[str]
@@ -252,9 +273,11 @@ def _generate(spec: Spec) -> Callable[..., Any]:
             _NS[f"_D_{spec.name}_{p.name}"] = p.default
     _NS[f"_ID_{spec.name}"] = spec.name
     _NS[f"_SLOW_{spec.name}"] = lambda key, *values: full(spec, key, values)
-    exec(compile("\n".join(lines) + "\n", f"<tile_mlir.ops.{spec.name}>", "exec"), _NS)
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<tile_mlir.ops.{spec.name}>", "exec"), _NS)
     function: Callable[..., Any] = _NS[spec.name]
     function.__spec__ = spec  # type: ignore[attr-defined]
+    function.__entry_source__ = source  # type: ignore[attr-defined] # to read, when in doubt
     return function
 
 
@@ -357,6 +380,9 @@ def full(spec: Spec, key: tuple[Any, ...] | None, values: Sequence[Any]) -> Any:
     NumPy arrays are planned on the host first (so that a bad call fails without a
     GPU, and one with nothing to launch needs none); with kernels to run they are then
     copied to the device, planned and run there, and the results copied back."""
+    for value in values:
+        if isinstance(value, Traced):  # ops.fuse is tracing: record, run nothing
+            return value.record(spec, values)
     _refresh_torch()
     call = _describe(spec, values)
     place = _first_place(call)

@@ -272,7 +272,7 @@ plan.HELPERS["_NEGATIVE_POWER"] = _negative_power
 
 
 @entry.op({"input": "operand", "exponent": "operand", "out": "out"},
-          {"exponent": "exponent in _POW_SPECIAL"})
+          {"exponent": "exponent in _POW_SPECIAL and exponent"})  # which one: sqrt, rsqrt...
 def pow(b: Builder, input: Operand, exponent: Operand, *,  # noqa: A001, A002
         out: Array | None = None) -> str:
     """pow(input, exponent, *, out=None) -> Tensor

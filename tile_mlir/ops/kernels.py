@@ -23,10 +23,6 @@ from functools import cache
 from typing import Any
 
 from tile_mlir.ops.programs import KernelProgram
-from tile_mlir.runtime.arrays import SCALAR_CTYPES
-
-CTYPES: dict[str, type[Any]] = {"ptr": ctypes.c_uint64, **SCALAR_CTYPES}
-"""The ctypes type a launch packs each kind of kernel argument in."""
 
 
 class CaptureError(RuntimeError):
@@ -73,8 +69,18 @@ def check_not_capturing(what: str) -> None:
             "before capturing (a warm-up, as torch recommends), then capture")
 
 
+@cache
+def _ctypes() -> dict[str, type[Any]]:
+    """The ctypes type a launch packs each kind of kernel argument in (the runtime's, read
+    on the first plan: importing the library does not import the runtime)."""
+    from tile_mlir.runtime.arrays import SCALAR_CTYPES
+
+    return {"ptr": ctypes.c_uint64, **SCALAR_CTYPES}
+
+
 def ctypes_of(program: KernelProgram) -> tuple[type[Any], ...]:
-    return tuple(CTYPES[kind] for kind in program.params())
+    types = _ctypes()
+    return tuple(types[kind] for kind in program.params())
 
 
 def get(program: KernelProgram, device: int) -> Loaded:

@@ -185,6 +185,30 @@ class Builder:
         anything derived after this)."""
         self.statements.append(f"if {condition}:\n        {raiser}")
 
+    def spans_meet(self, out: Array, given: Array) -> str:
+        """The per-call condition that the byte ranges of two arrays meet (either's
+        pointer read per call, or constant)."""
+        def at(array: Array, offset: int) -> str:
+            return f"{array.root} + {array.delta + offset}" if array.root else \
+                str(array.pointer + offset)
+
+        (out_low, out_high), (low, high) = args.span(out), args.span(given)
+        return (f"{at(out, out_low)} < {at(given, high)} and "
+                f"{at(given, low)} < {at(out, out_high)}")
+
+    def disjoint(self, out: Array, given: Array, what: str) -> None:
+        """Refuse, every call, an output overlapping an input whose pointer comes from
+        elsewhere (the key fixes the layouts, not where the arrays lie): their byte
+        ranges compared with constants from the plan."""
+        if out.root == given.root or not args.dense(out) or not args.dense(given):
+            return  # one pointer: the plan checked their places once and for all; or
+            # views with gaps, whose overlap torch does not prove either
+        made = {f"_p_{alloc.var}" for alloc in self.allocs}
+        if out.root in made or given.root in made:
+            return  # the plan's own buffers lie apart from everything
+        self.check(self.spans_meet(out, given),
+                   f"_OVERLAP({what!r}, {out.name!r}, {given.name!r})")
+
     def guard(self, condition: str) -> None:
         """When `condition` holds the call takes the full path instead of this plan."""
         self.guards.append(condition)
@@ -298,6 +322,16 @@ class _Mine(threading.local):
     """True in the thread that made the launcher's parameter buffers."""
 
     mine = False
+
+
+def _overlap(what: str, out: str, given: str) -> None:
+    prefix = f"{what}: " if what else ""
+    raise ValueError(f"{prefix}argument '{out}' overlaps argument '{given}' without being "
+                     "the same view of it: some elements would be read after they were "
+                     "written")
+
+
+HELPERS["_OVERLAP"] = _overlap
 
 
 def _misaligned(obj: Any) -> None:

@@ -179,11 +179,22 @@ def _final(b: Builder, out: Array | None, shape: tuple[int, ...], *, result: str
         return b.output(shape, result), None
     check_out(out, shape, result, [x], name)
     args.check_overlap(out, [x], name)
+    b.disjoint(out, x, name)
+    # written by the last stage only where it cannot be read by the others (else a copy)
+    apart = not args.overlaps(out, x) and not _spans_meet(out, x)
     direct = out.dtype == result and not out.misalignment and \
-        _dense(out.shape, out.strides) and not args.overlaps(out, x)
+        _dense(out.shape, out.strides) and apart
     if direct:
+        if out.root != x.root:
+            b.guard(b.spans_meet(out, x))  # a later call of this key, with out among x
         return out, None
     return b.temporary(shape, result), out
+
+
+def _spans_meet(a: Array, b: Array) -> bool:
+    a_low, a_high = args.span(a)
+    b_low, b_high = args.span(b)
+    return a.pointer + a_low < b.pointer + b_high and b.pointer + b_low < a.pointer + a_high
 
 
 def _dense(shape: Sequence[int], strides: Sequence[int]) -> bool:

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from tile_mlir.contract import ACCESS_BYTES
 from tile_mlir.dtypes import DTYPES, promote_types
 from tile_mlir.ops import args, coalesce, entry, kernels
 from tile_mlir.ops.args import Array, torch_name
@@ -361,7 +362,11 @@ def _output(b: Builder, name: str, given: Array | None, like: Array,
                          f"{like.shape}, got {torch_name(given.dtype)} of shape {given.shape}")
     if given.shape[2] > 1 and given.strides[2] != 1:
         raise ValueError(f"argument '{name}' must be contiguous along head_dim")
+    args.check_distinct(given, "RoPE")
     same = args.check_overlap(given, inputs, "RoPE")
+    for other in inputs:
+        if not any(other is s for s in same):
+            b.disjoint(given, other, "RoPE")
     if not same:
         return given, like
     if any(other is not like for other in same):
@@ -378,13 +383,18 @@ def _output(b: Builder, name: str, given: Array | None, like: Array,
 def _threads(heads: int, rotary_dim: int, dtype: str, style: str) -> int:
     """Enough threads for one access each to the largest op of a token (a power of two,
     32 to 256): 16-byte vectors along the neox halves, elements along GPT-J's pairs."""
-    vector = 16 // DTYPES[dtype].bytes if style == "neox" else 1
+    vector = ACCESS_BYTES // DTYPES[dtype].bytes if style == "neox" else 1
     accesses = max(1, heads * (rotary_dim // 2) // vector)
     return min(256, max(32, 1 << (accesses - 1).bit_length()))
 
 
 def _spec(array: Array) -> ArraySpec:
-    return ArraySpec(array.dtype, coalesce.stride_classes(array.strides), bool(array.offset))
+    """An array's part of the signature. A first dim of stride 0 (an expanded query, key
+    or cache: every token or row the same) takes the element-offset argument even when
+    its offset is 0: the program views a token's (or row's) piece at an offset that the
+    dynamic index moves, which that stride would make a constant."""
+    offset = bool(array.offset) or (len(array.strides) > 1 and array.strides[0] == 0)
+    return ArraySpec(array.dtype, coalesce.stride_classes(array.strides), offset)
 
 
 def _values(b: Builder, program: RopeProgram, arrays: dict[str, Array], tokens: int,

@@ -15,7 +15,9 @@ over the SMs).
 
 The autotuner (tune.py) measures candidates per (op family, dtype, size class)
 on the GPU and writes its choices to `ops-tuning-<chip>.json` in the kernel
-cache's directory, which `choose` reads.
+cache's directory, which `choose` reads first; then the choices shipped with the
+package for the chip (ops/tuned/<chip>.json, written by `python -m
+tile_mlir.ops.tune --ship` on the project's machines); then the default.
 """
 
 from __future__ import annotations
@@ -69,14 +71,22 @@ def key(family: str, dtype: str, numel: int) -> str:
     return f"{family}/{dtype}/{size_class(numel)}"
 
 
-@cache
-def _choices(chip: str) -> dict[str, Strategy]:
-    path = tuning_file(chip)
+SHIPPED = Path(__file__).resolve().parent / "tuned"
+"""The choices shipped with the package, one file per chip (tuned/<chip>.json)."""
+
+
+def _read(path: Path) -> dict[str, Strategy]:
     try:
         data = json.loads(path.read_text())
         return {k: Strategy(**v) for k, v in data.get("choices", {}).items()}
     except (OSError, ValueError, TypeError):
         return {}
+
+
+@cache
+def _choices(chip: str) -> dict[str, Strategy]:
+    """The user's tuned choices for the chip, over the shipped ones."""
+    return {**_read(SHIPPED / f"{chip}.json"), **_read(tuning_file(chip))}
 
 
 _forced: list[Strategy] = []
@@ -101,11 +111,13 @@ def choose(family: str, dtype: str, numel: int, chip: str | None) -> Strategy:
     return default(numel)
 
 
-def save(chip: str, choices: dict[str, Strategy], meta: dict[str, Any]) -> Path:
-    """Write (merge into) the tuning file, atomically; returns its path."""
-    path = tuning_file(chip)
+def save(chip: str, choices: dict[str, Strategy], meta: dict[str, Any],
+         shipped: bool = False) -> Path:
+    """Write (merge into) the user's tuning file, or with `shipped` the package's file for
+    the chip, atomically; returns its path."""
+    path = SHIPPED / f"{chip}.json" if shipped else tuning_file(chip)
     path.parent.mkdir(parents=True, exist_ok=True)
-    merged = {k: asdict(v) for k, v in _choices(chip).items()}
+    merged = {k: asdict(v) for k, v in _read(path).items()}
     merged.update({k: asdict(v) for k, v in choices.items()})
     temporary = path.with_suffix(f".tmp{id(choices)}")
     temporary.write_text(json.dumps({"meta": meta, "choices": merged}, indent=1,

@@ -33,21 +33,30 @@ An op that writes arrays in place (fused_add_rms_norm: its input and residual) s
 in its form (`mutates`, each such parameter's alias set: `Tensor(a!) input`) and returns
 nothing; torch.compile functionalizes it.
 
+A fused function (ops.fuse) becomes custom ops the same way, on demand
+(`tops.fuse(fn)`, `ops.fuse(fn).torch_op`): its positional parameters are operands
+(`Tensor|Scalar`, an op per choice), its static ones typed by their defaults; the fake
+implementation traces the function on the arguments' meta (fuse.Fused.meta).
+
 The custom ops have no autograd formula (inference kernels): a backward through
 one raises torch's "no autograd formula" error.
 """
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from tile_mlir import op_table
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.ops import args as library_args
-from tile_mlir.ops import elementwise, reductions
+from tile_mlir.ops import elementwise, promotion, reductions
+
+if TYPE_CHECKING:
+    from tile_mlir.ops.fuse import Fused
 
 NAMESPACE = "tile_mlir"
 
@@ -624,6 +633,13 @@ class TorchOps:
         """torch.ops.<namespace>: the custom ops themselves (every variant)."""
         return getattr(_torch().ops, self.namespace)
 
+    def fuse(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """ops.fuse(fn) as torch custom ops (fn a function of the library's elementwise ops,
+        or a fused function already): see `fused_op`."""
+        from tile_mlir.ops.fuse import fuse
+
+        return fused_op(fuse(fn), self.namespace)
+
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"{name!r} is not an op registered with torch (torch_ops() has "
                              f"{len(self.entries)}; see tile_mlir.ops.torch_library.OPS)")
@@ -664,3 +680,98 @@ def torch_ops() -> TorchOps:
         _torch()  # ImportError here, not half way through
         _REGISTERED[NAMESPACE] = register(OPS)
     return _REGISTERED[NAMESPACE]
+
+
+# ------------------------------------------------------------ fused functions
+
+
+MAX_FUSED_OPERANDS = 6
+"""Positional parameters of a fused function that custom ops take (2^n - 1 variants)."""
+
+_STATIC_TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
+
+
+def _fused_param(p: inspect.Parameter, name: str) -> Param:
+    """A fused function's parameter in the schema: an operand (Tensor|Scalar, its
+    default kept for the wrapper only), or a static one typed by its default."""
+    from tile_mlir.ops.fuse import static
+
+    if not static(p):
+        return Param(p.name, TS, REQUIRED if p.default is p.empty else p.default)
+    kind = _STATIC_TYPES.get(type(p.default))
+    if kind is None:
+        raise TypeError(f"{name}: parameter '{p.name}' has no default of bool, int, float "
+                        "or str, which a custom op's schema would type it by")
+    return Param(p.name, kind, p.default, keyword=p.kind is p.KEYWORD_ONLY)
+
+
+def fused_entries(fused: Fused) -> tuple[Entry, Entry]:
+    """(the entry the wrapper fills arguments by, the one the schemas come from: the
+    operands without defaults, since a schema default would fit one choice only)."""
+    params = tuple(_fused_param(p, fused.name) for p in fused.params)
+    operands = [p for p in params if p.variable]
+    if len(operands) > MAX_FUSED_OPERANDS:
+        raise TypeError(f"{fused.name}: {len(operands)} array-or-number parameters make "
+                        f"2^{len(operands)} - 1 custom ops; at most {MAX_FUSED_OPERANDS}")
+
+    def fake(entry: Entry, args: dict[str, Any]) -> Any:
+        return fused_fake(fused, args)
+
+    call = Entry(fused.spec_name, Form("fused", params, fake))
+    schema = Entry(fused.spec_name, Form("fused", tuple(
+        replace(p, default=REQUIRED) if p.variable else p for p in params), fake))
+    return call, schema
+
+
+def fused_fake(fused: Fused, args: Mapping[str, Any]) -> Any:
+    """The fused function's result meta: its trace on the arguments' shapes and dtypes."""
+    from tile_mlir.ops.fuse import static
+
+    torch = _torch()
+    described: dict[str, Any] = {}
+    tensors = []
+    for p in fused.params:
+        value = args[p.name]
+        if static(p):
+            described[p.name] = value
+        elif isinstance(value, torch.Tensor):
+            tensors.append(value)
+            described[p.name] = _meta_operand(value, p.name)
+        else:
+            described[p.name] = library_args.classify(_number(value), p.name)
+    shape, dtype = fused.meta(described)
+    return torch.empty(shape, dtype=getattr(torch, DTYPES[dtype].numpy),
+                       device=_device(tensors))
+
+
+def _meta_operand(value: Any, name: str) -> Any:
+    """A (fake) tensor as the trace takes it: an array of its dtype and shape, or a 0-d
+    CPU tensor as a number of its dtype (its value is not needed for the meta)."""
+    dtype = _library_dtype(value, name)
+    if value.dim() == 0 and value.device.type == "cpu":
+        number = False if dtype == "bool" else 1.0 if DTYPES[dtype].is_float else 1
+        return library_args.Scalar(name, number, dtype, promotion.ZERO_DIM, "")
+    shape = tuple(value.shape)
+    return library_args.Array(name, "torch", dtype, shape, library_args.row_major(shape), 0, 0,
+                              root=f"_p_{name}")
+
+
+_FUSED: dict[tuple[str, str], Callable[..., Any]] = {}
+"""The fused functions registered, by (spec name, namespace)."""
+
+
+def fused_op(fused: Fused, namespace: str = NAMESPACE) -> Callable[..., Any]:
+    """A fused function as custom ops `<namespace>::<spec_name>[_<choices>]`, one per
+    choice of tensor or number for each array-or-number parameter (at least one tensor),
+    and the function with fn's signature that picks the op fitting its arguments; once
+    per function and namespace. The custom ops call the fused function (one kernel);
+    their fake traces it."""
+    found = _FUSED.get((fused.spec_name, namespace))
+    if found is not None:
+        return found
+    call, schema = fused_entries(fused)
+    defined = {v.key: _define(namespace, schema, v, fused) for v in variants(schema)}
+    wrapper = _wrapper(call, defined)
+    wrapper.__doc__ = f"{fused.name}, fused, through torch.ops.{namespace}.{fused.spec_name}*"
+    _FUSED[fused.spec_name, namespace] = wrapper
+    return wrapper

@@ -17,7 +17,10 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tile_mlir import op_table, ops
@@ -104,37 +107,85 @@ def time_candidate(op: str, dtype: str, numel: int, choice: Strategy, replays: i
         strategy.force(None)
 
 
-def tune_key(op: str, dtype: str, numel: int, log: Callable[[str], None]) -> Strategy:
-    """The fastest candidate for the key of (op's family, dtype, numel)."""
-    timings = []
+def tune_key(op: str, dtype: str, numel: int, log: Callable[[str], None]
+             ) -> tuple[Strategy, dict[Strategy, float]]:
+    """The fastest candidate for the key of (op's family, dtype, numel), and every
+    candidate's seconds per call (those that ran)."""
+    timings: dict[Strategy, float] = {}
     for choice in CANDIDATES:
         try:
-            seconds = time_candidate(op, dtype, numel, choice)
+            timings[choice] = time_candidate(op, dtype, numel, choice)
         except Exception as e:  # noqa: BLE001 - a candidate that fails is not chosen
-            log(f"  {choice}: failed ({type(e).__name__}: {e})")
-            continue
-        timings.append((seconds, choice))
-        log(f"  {choice}: {seconds * 1e6:.1f} us")
-    best = min(timings, key=lambda t: t[0])[1]
-    log(f"{strategy.key(op_table.ELEMENTWISE[op].family, dtype, numel)}: {best}")
-    return best
+            log(f"    {choice}: failed ({type(e).__name__}: {e})")
+    if not timings:
+        raise RuntimeError(f"no candidate ran for {op} {dtype} {numel}")
+    return min(timings, key=lambda c: timings[c]), timings
 
 
-def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = print) -> None:
-    """Tune the keys of the (op, dtype, numel) cases (once each) and save the choices."""
+@dataclass(frozen=True)
+class Outcome:
+    """One key's result: the choice, its time, and what the op ran with before."""
+
+    key: str
+    best: Strategy
+    seconds: float
+    before: Strategy
+    before_seconds: float | None  # None when the earlier choice was not a candidate
+
+    def line(self) -> str:
+        if self.best == self.before:
+            return f"{self.key}: {_name(self.best)} {self.seconds * 1e6:.1f} us (unchanged)"
+        gain = f", {self.before_seconds / self.seconds:.2f}x" if self.before_seconds else ""
+        return (f"{self.key}: {_name(self.best)} {self.seconds * 1e6:.1f} us (was "
+                f"{_name(self.before)}{gain})")
+
+
+def _name(choice: Strategy) -> str:
+    kind = "direct" if choice.vector_bytes == 1 else \
+        "staged" if choice.stage > 1 else "vector"
+    return f"{kind} {choice.threads}x{choice.rounds} of {choice.vector_bytes} B"
+
+
+def _keys(cases: Sequence[tuple[str, str, int]]) -> dict[str, tuple[str, str, int]]:
+    """One case per key (the first), for the registry's ops."""
+    keys: dict[str, tuple[str, str, int]] = {}
+    for op, dtype, numel in cases:
+        if op in op_table.ELEMENTWISE:
+            keys.setdefault(strategy.key(op_table.ELEMENTWISE[op].family, dtype, numel),
+                            (op, dtype, numel))
+    return keys
+
+
+def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = print,
+        ship: bool = False) -> list[Outcome]:
+    """Tune the keys of the (op, dtype, numel) cases (once each), a line per key with its
+    elapsed time as it goes, save the choices and end with a summary of what changed."""
     from tile_mlir.runtime import driver
 
     chip = driver.device_chip(0)
-    choices: dict[str, Strategy] = {}
-    for op, dtype, numel in cases:
-        family = op_table.ELEMENTWISE[op].family if op in op_table.ELEMENTWISE else \
-            "binary_arith"
-        name = strategy.key(family, dtype, numel)
-        if name in choices or op not in op_table.ELEMENTWISE:
-            continue
-        choices[name] = tune_key(op, dtype, numel, log)
-    path = strategy.save(chip, choices, {"device": driver.device_name(0)})
-    log(f"saved {len(choices)} choices to {path}")
+    keys = _keys(cases)
+    outcomes: list[Outcome] = []
+    started = time.perf_counter()
+    for n, (name, (op, dtype, numel)) in enumerate(keys.items(), start=1):
+        before = strategy.choose(op_table.ELEMENTWISE[op].family, dtype, numel, chip)
+        t0 = time.perf_counter()
+        best, timings = tune_key(op, dtype, numel, log)
+        outcome = Outcome(name, best, timings[best], before, timings.get(before))
+        outcomes.append(outcome)
+        log(f"[{n}/{len(keys)}] {outcome.line()} in {time.perf_counter() - t0:.1f} s")
+    choices = {o.key: o.best for o in outcomes}
+    path = strategy.save(chip, choices, {"device": driver.device_name(0)}, shipped=ship)
+    log(summary(outcomes, time.perf_counter() - started, path))
+    return outcomes
+
+
+def summary(outcomes: Sequence[Outcome], seconds: float, path: Path) -> str:
+    """How many keys changed, by how much, and where the choices went."""
+    changed = [o for o in outcomes if o.best != o.before]
+    lines = [f"tuned {len(outcomes)} keys in {seconds:.0f} s: {len(changed)} changed, "
+             f"{len(outcomes) - len(changed)} kept; saved to {path}"]
+    lines += [f"  {o.line()}" for o in changed]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", help="comma-separated ops (default: one per family)")
     parser.add_argument("--dtypes", help="comma-separated dtypes (default: each op's)")
     parser.add_argument("--sizes", default="16,20,24,28", help="log2 sizes, one per size class")
+    parser.add_argument("--ship", action="store_true",
+                        help="write the choices into the package's defaults for this chip "
+                             "(tile_mlir/ops/tuned/<chip>.json) instead of the user's file")
     args = parser.parse_args(argv)
     names = args.ops.split(",") if args.ops else list(REPRESENTATIVE.values())
     cases = [(op, dtype, 1 << int(size)) for op in names
@@ -149,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                            op_table.ELEMENTWISE[op].dtypes)
              if dtype in op_table.ELEMENTWISE[op].dtypes
              for size in args.sizes.split(",")]
-    run(cases)
+    run(cases, ship=args.ship)
     return 0
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from tile_mlir import lowering, op_table
+from tile_mlir.contract import SCOPE_THREADS, WARP
 from tile_mlir.dialects import tile
 from tile_mlir.dtypes import DTYPES, KIND_ORDER, promote_types
 from tile_mlir.layout import LayoutError
@@ -72,25 +73,50 @@ def check_attributes(op: ir.OpView) -> list[str]:
     return errors
 
 
+MAX_BLOCK = (1024, 1024, 64)
+MAX_BLOCK_THREADS = 1024
+"""The largest CTA (every GPU since compute capability 2.0): per dimension, and in all."""
+
+
+def _too_large(block: tuple[int, int, int]) -> bool:
+    return math.prod(block) > MAX_BLOCK_THREADS or \
+        any(d > top for d, top in zip(block, MAX_BLOCK, strict=True))
+
+
 def check_scope(info: OpInfo) -> list[str]:
+    """A scope the kernel can run: known, inside a gpu.func, and for warp and warpgroup
+    scope a block of whole warps or warpgroups. A partial warp or warpgroup is refused,
+    not shrunk: its op would be another op (the tile's elements over fewer threads, its
+    named barrier a count the hardware reaches with other warps), and scope 'cta' already
+    spreads an op over whatever threads the block has (dialect/tile.irdl.mlir)."""
     scope = info.scope
     if scope not in tile.SCOPES:
         return [f"has scope '{scope}', expected one of {', '.join(tile.SCOPES)}"]
     if info.kernel is None:
         return ["must be inside a gpu.func"]
+    if info.block is not None and _too_large(info.block):
+        return [f"is in a kernel whose block ({'x'.join(map(str, info.block))}) is larger than "
+                f"a CTA can be (at most {MAX_BLOCK[0]}x{MAX_BLOCK[1]}x{MAX_BLOCK[2]}, "
+                f"{MAX_BLOCK_THREADS} threads): it could not be launched"]
     if scope == "thread":
         return []
     if info.block is None:
-        if scope == "warp":
-            return []
+        why = " (launched with a partial warp, the lanes it lacks would leave their part " \
+            "of the op undone)" if scope == "warp" else ""
         return [f"at scope '{scope}' needs the kernel's thread count: give the enclosing "
-                "gpu.func known_block_size = array<i32: x, y, z>"]
-    width = {"warp": 32, "warpgroup": 128, "cluster": 32}.get(scope)
+                f"gpu.func known_block_size = array<i32: x, y, z>{why}"]
     threads = math.prod(info.block)
+    if scope == "cluster":
+        if threads % WARP:
+            return [f"at scope 'cluster' needs whole warps, but the block has {threads} "
+                    f"threads: its last warp would have {threads % WARP} of {WARP} threads"]
+        return check_cluster(info)
+    width = SCOPE_THREADS.get(scope)
     if width and threads % width:
-        unit = "warps" if scope == "cluster" else f"{scope}s"
-        return [f"at scope '{scope}' needs whole {unit}, but the block has {threads} threads"]
-    return check_cluster(info) if scope == "cluster" else []
+        return [f"at scope '{scope}' needs whole {scope}s, but the block has {threads} "
+                f"threads: its last {scope} would have {threads % width} of {width} threads "
+                "(scope 'cta' spreads the op over the block's threads)"]
+    return []
 
 
 MAX_CLUSTER = 8

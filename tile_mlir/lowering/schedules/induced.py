@@ -117,11 +117,12 @@ def plan(accesses: list[Access], anchor: TileLayout, max_bytes: int) -> Bundle:
 def axis_values(layout: TileLayout, tid: ir.Value, threads: int
                  ) -> dict[str, tuple[ir.Value, int]]:
     """Each thread axis the layout uses, from the thread's index in a scope of `threads`,
-    with the number of values it takes there."""
+    with the number of values it takes there (a partial last warp or warpgroup takes one
+    more: digit() must not skip the remainder its value needs)."""
     def split(width: int) -> tuple[ir.Value, int]:
         if threads <= width:
             return const_index(0), 1
-        return arith.divui(tid, const_index(width)), threads // width
+        return arith.divui(tid, const_index(width)), -(-threads // width)
 
     values = {}
     for axis in layout.thread_axes:

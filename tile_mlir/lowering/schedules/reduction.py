@@ -24,7 +24,7 @@ from tile_mlir.dialects import tile
 from tile_mlir.dtypes import DTYPES, DType
 from tile_mlir.lowering.support.analysis import OpInfo, enclosing
 from tile_mlir.lowering.support.compute import Address, convert, load, store, value_type
-from tile_mlir.lowering.support.emit import const, const_index
+from tile_mlir.lowering.support.emit import const, const_index, linear_thread_id
 
 
 @dataclass(frozen=True)
@@ -185,8 +185,17 @@ def when(condition: ir.Value, body: Callable[[], None]) -> None:
         scf.YieldOp([])
 
 
-def scratch(info: OpInfo, red: Reduction, count: int) -> ir.Value:
-    """A shared buffer of `count` accumulators for this op's partial results."""
+def scratch(info: OpInfo, red: Reduction, count: int, *, per_instance: bool = True
+            ) -> ir.Value:
+    """A shared buffer of `count` accumulators for this op's partial results.
+
+    At warp and warpgroup scope every warp (warpgroup) of the block runs the op at once,
+    on its own data: with `per_instance` each gets `count` accumulators of its own (a
+    view at its index times count), where one buffer for all let them overwrite each
+    other's partials. A caller that indexes by the thread in the CTA passes False."""
+    threads, block = info.scope_threads, info.block_threads
+    instances = block // threads if per_instance and info.scope in ("warp", "warpgroup") \
+        and threads and block else 1
     module = enclosing(info.op, "gpu.module")
     assert module is not None
     body = module.operation.regions[0].blocks[0]
@@ -194,9 +203,18 @@ def scratch(info: OpInfo, red: Reduction, count: int) -> ir.Value:
              for op in body.operations if "sym_name" in op.operation.attributes}
     name = next(f"__tile_reduce_{n}" for n in range(len(taken) + 1)
                 if f"__tile_reduce_{n}" not in taken)
-    flat = ir.MemRefType.get([count], ir.Type.parse(red.acc.mlir),
-                             memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))
+    workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
+    flat = ir.MemRefType.get([count * instances], ir.Type.parse(red.acc.mlir),
+                             memory_space=workgroup)
     with ir.InsertionPoint.at_block_begin(body):
         memref.GlobalOp(name, ir.TypeAttr.get(flat), sym_visibility="private",
                         initial_value=ir.UnitAttr.get(), alignment=STORAGE_ALIGN)
-    return memref.get_global(flat, name)
+    buffer = memref.get_global(flat, name)
+    if instances == 1:
+        return buffer
+    assert info.block is not None and threads is not None
+    instance = arith.divui(linear_thread_id(info.block), const_index(threads))
+    offset = arith.muli(instance, const_index(count))
+    view = ir.MemRefType.get([count], flat.element_type, ir.StridedLayoutAttr.get(
+        ir.ShapedType.get_dynamic_stride_or_offset(), [1]), workgroup)
+    return memref.subview(buffer, [offset], [count], [1], result_type=view)

@@ -230,7 +230,7 @@ def _cta_partial(op: _Local) -> Partial:
     block = info.block
     assert block is not None
     cta_threads = math.prod(block)
-    partials = scratch(info, op.red, _slots(op) * cta_threads)
+    partials = scratch(info, op.red, _slots(op) * cta_threads, per_instance=False)
     # the scratch is the CTA's: an op of a narrower or wider scope indexes by the thread
     # in the CTA
     cta_tid = _cta_tid(op)

@@ -7,7 +7,9 @@ digit (T / f) % e, f = s times the axis's weight. The reduction splits each
 into fields:
 
 - lane fields (f * e <= 32): a butterfly of xor shuffles with offsets f, 2f,
-  ... < f * e folds them within each warp (f and e powers of two);
+  ... < f * e folds them within each warp (f a power of two; e rounded up to one
+  where the lanes past it do not exist, as in a CTA of 7 threads: they contribute
+  the identity);
 - warp fields (f a multiple of 32): the warps' partials meet in shared memory
   after one barrier, and every thread folds all of them itself;
 - an iterator that straddles the warp boundary (f < 32 < f * e, as tid over a
@@ -110,14 +112,20 @@ def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
+def next_pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
 def split(field: Field) -> tuple[list[Field], list[Field], str]:
     """(lane fields, warp fields, why not) of one reduced thread iterator."""
     stride, extent = field.stride, field.extent
-    if stride * extent <= WARP:
-        if not (_pow2(stride) and _pow2(extent)):
-            return [], [], (f"spans {extent} lanes {stride} apart, not a power of two each "
-                            "(the shuffles pair lanes by xor)")
-        return [field], [], ""
+    if stride * next_pow2(extent) <= WARP:
+        if not _pow2(stride):
+            return [], [], (f"steps {stride} lanes, not a power of two (the shuffles pair "
+                            "lanes by xor)")
+        # a butterfly over the next power of two: the lanes past the extent must not exist
+        # (a partial last warp: they contribute the identity), which _simulate checks
+        return [Field(stride, next_pow2(extent))], [], ""
     if stride >= WARP:
         if stride % WARP:
             return [], [], f"steps {stride} threads, which is not whole warps"
@@ -184,20 +192,27 @@ def thread_plan(layout: TileLayout, axes: tuple[int, ...], threads: int, block: 
     lanes: list[Field] = []
     warps: list[Field] = []
     ctas: list[Field] = []
+    padded = ""  # a lane field rounded up to a power of two, for the reason
     for a in axes:
         it = layout.shard[a]
         if it.axis is None:
             continue
         lane, warp, cta, why = _fields(flat_iter(it), block)
+        name = f"reduced axis {a} ({it.extent}:{it.stride}@{it.axis})"
         if why:
-            return None, f"reduced axis {a} ({it.extent}:{it.stride}@{it.axis}) {why}"
+            return None, f"{name} {why}"
+        if lane and not warp and lane[0].extent != it.extent:
+            padded = padded or (
+                f"{name} spans {it.extent} lanes, not a power of two: the shuffles pair "
+                f"{lane[0].extent} lanes by xor, and only lanes the scope lacks (a partial "
+                "last warp) may fill the rest")
         lanes += lane
         warps += warp
         ctas += cta
     plan = ThreadPlan(tuple(lanes), tuple(warps), threads, False, tuple(ctas), block)
     problem, beyond = _simulate(layout, axes, plan)
     if problem:
-        return None, problem
+        return None, padded or problem
     return ThreadPlan(plan.lanes, plan.warps, threads, beyond, plan.ctas, block), ""
 
 
@@ -221,13 +236,17 @@ def _simulate(layout: TileLayout, axes: tuple[int, ...], plan: ThreadPlan) -> tu
     """Why the plan would fold wrongly ("" if it is right), and whether a read partial
     may lie past the last thread (and so take the identity)."""
     threads = plan.threads
+    if not (plan.lanes or plan.warps):
+        return "", False  # each thread folds its own registers: nothing meets
     kept, reduced = _keys(layout, axes, threads)
     holders: dict[tuple[int, ...], dict[tuple[int, ...], int]] = {}
     for t in range(threads):
         same = holders.setdefault(kept[t], {})
         if reduced[t] in same:
-            return (f"threads {same[reduced[t]]} and {t} hold the same elements: a thread "
-                    "bit the layout does not use would count them twice"), False
+            return (f"threads {same[reduced[t]]} and {t} hold the same elements (the layout "
+                    f"gives thread {t} none of its own, as a layout over laneid does to "
+                    "lanes of a block with a partial warp): folding across threads would "
+                    "count them twice"), False
         same[reduced[t]] = t
     beyond = False
     for key, by_reduced in holders.items():

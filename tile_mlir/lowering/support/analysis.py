@@ -151,8 +151,8 @@ def iteration_shape(info: OpInfo) -> tuple[int, ...]:
 
     - tile.copy: per dim, copy_extent of dst's and src's;
     - tile.elementwise with register operands: the register tile's (each register
-      operand's extents, 1s aside for broadcasts); memory operands may end before it
-      (tails) or broadcast;
+      operand's extents, 1s aside for broadcasts; a uniform register operand does not
+      count); memory operands may end before it (tails) or broadcast;
     - otherwise dst's (a tile.reduce: its source's)."""
     if info.name == "tile.copy":
         padded = info.padding is not None
@@ -160,10 +160,20 @@ def iteration_shape(info: OpInfo) -> tuple[int, ...]:
                      for d, s in zip(info.dst.shape, info.sources[0].shape, strict=True))
     if info.name == "tile.reduce":
         return info.sources[0].shape
-    registers = [o.shape for o in info.memrefs if o.space == "local"]
+    registers = [o.shape for o in info.memrefs if o.space == "local" and not uniform(o)]
     if not registers:
         return info.dst.shape
     return tuple(max(sizes) for sizes in zip(*registers, strict=True))
+
+
+def uniform(operand: Operand) -> bool:
+    """A register tile every thread holds whole: size 1 in every dim and no dim spread
+    over threads (its replicas give it to them all), as a reduction's replicated result.
+    It is a broadcast scalar: it says nothing of the tile's shape, and the memory
+    variants read it from each thread's own registers."""
+    layout = operand.layout
+    return (operand.space == "local" and layout is not None and operand.index != 0
+            and all(d == 1 for d in operand.shape) and not any(it.axis for it in layout.shard))
 
 
 def enclosing(op: ir.Operation | ir.OpView, name: str) -> ir.OpView | None:

@@ -4,7 +4,16 @@ Shared by every elementwise and copy variant (a copy is the registry's `copy`
 row). Inputs are loaded from their (buffer, indices), converted to the row's
 compute type (op_table: torch's promotion, narrow floats in f32), scalars and
 broadcast ("splat") inputs repeated across the vector, the row's body applied,
-and the result converted to dst's type and stored. `load` and `finish` are
+and the result converted to dst's type and stored.
+
+Mixed types are rounded as torch's TensorIterator rounds them: every tensor
+operand is cast to the common dtype before the op computes in its opmath
+type. So a memref input whose type differs from the type the memref inputs
+and dst promote to goes through that type when it is narrower than the
+compute type (`add` of a bf16 and an i64 tile rounds the i64 values to bf16,
+then computes in f32; an integer through f32 first, as c10's conversions to
+f16 and bf16 go). Scalars (torch's Python numbers, which its kernels take as
+they are) are not rounded so, nor do they take part in choosing that type. `load` and `finish` are
 separate so that a planner can issue several accesses' loads before the first
 use (register staging).
 
@@ -26,18 +35,22 @@ starts, as `index` (dst's row-major index of the access's first element); lane
 l of a vector access is at index + l.
 
 A fused op (`op = "fused"`, op_table/fusion.py) gets a `FusedCompute` from
-`Compute(info)`, with the same interface: the variants lower it unchanged.
+`Compute(info)`, with the same interface: the variants lower it unchanged. Each
+step rounds its arguments as its unfused op would (an earlier step's result is
+a tile of the step's dtype there).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 
 from mlir import ir
 from mlir.dialects import arith, math, memref, nvvm, vector
 
 from tile_mlir import op_table
-from tile_mlir.dtypes import DTYPES, FP8, DType
+from tile_mlir.dtypes import DTYPES, FP8, DType, promote_types
 from tile_mlir.lowering.support.analysis import Operand, OpInfo
 from tile_mlir.lowering.support.emit import const
 from tile_mlir.op_table import fusion
@@ -227,6 +240,43 @@ def row_major(indices: list[ir.Value], sizes: list[ir.Value]) -> ir.Value:
     return linear
 
 
+def tensor_common(row: op_table.EwOp, types: Sequence[str], tensors: Sequence[bool],
+                  dst: str) -> str | None:
+    """The type torch casts a row's tensor operands to before computing (its common
+    dtype): what the tensors (memref inputs, not kept ones) promote to with dst (not for
+    a predicate's bool dst), as op_table promotes; None without a tensor operand."""
+    data = [t for n, (t, tensor) in enumerate(zip(types, tensors, strict=True))
+            if tensor and n not in row.keep]
+    if not data:
+        return None
+    if row.out in ("same", "float"):
+        data.append(dst)
+    common = reduce(promote_types, data)
+    return "f32" if row.out == "float" and not DTYPES[common].is_float else common
+
+
+def rounding(row: op_table.EwOp, types: Sequence[str], tensors: Sequence[bool], dst: str,
+             compute: str) -> list[DType | None]:
+    """Per input, the type it is rounded to on its way to the compute type (None: none):
+    the tensor common type, for the tensor operands of another type, where that type is
+    narrower than the compute type (module docstring)."""
+    common = tensor_common(row, types, tensors, dst)
+    if common is None or common == compute:
+        return [None] * len(types)
+    return [DTYPES[common] if tensor and n not in row.keep and t != common else None
+            for n, (t, tensor) in enumerate(zip(types, tensors, strict=True))]
+
+
+def to_compute(value: ir.Value, src: DType, compute: DType, vec: int,
+               through: DType | None) -> ir.Value:
+    """`value` in the compute type, rounded to `through` on the way (src to the compute
+    type first: an integer reaches f16 or bf16 through f32, as in c10)."""
+    value = convert(value, src, compute, vec)
+    if through is None:
+        return value
+    return convert(convert(value, compute, through, vec), through, compute, vec)
+
+
 class Compute:
     """Builds dst[at] = row(inputs[at]) for one access."""
 
@@ -243,6 +293,8 @@ class Compute:
         inputs = [operand.dtype.name for operand in info.sources]
         self.compute = DTYPES[self.row.compute_dtype(inputs, info.dst.dtype.name)]
         self.result = DTYPES["bool"] if self.row.out == "bool" else self.compute
+        self.through = rounding(self.row, inputs, [o.is_memref for o in info.sources],
+                                info.dst.dtype.name, self.compute.name)
 
     @property
     def indexed(self) -> bool:
@@ -283,10 +335,12 @@ class Compute:
         target = operand.dtype if n in self.row.keep else self.compute
         if not operand.is_memref:
             return broadcast(convert(operand.value, operand.dtype, target, 1), target, vec)
+        through = self.through[n]
         if operand.index in splat:  # one element, the same for every lane
             value = load(at[operand.index], operand.dtype, 1)
-            return broadcast(convert(value, operand.dtype, target, 1), target, vec)
-        return convert(load(at[operand.index], operand.dtype, vec), operand.dtype, target, vec)
+            return broadcast(to_compute(value, operand.dtype, target, 1, through), target, vec)
+        return to_compute(load(at[operand.index], operand.dtype, vec), operand.dtype, target,
+                          vec, through)
 
 
 def position(base: ir.Value, index: ir.Value, vec: int) -> ir.Value:
@@ -320,16 +374,23 @@ class StepPlan:
     compute: DType  # what the body runs on
     result: DType  # what the body returns (bool for the predicates)
     dtype: DType  # what the result is rounded to
+    through: tuple[DType | None, ...]  # per argument, as Compute.through
 
     @classmethod
-    def of(cls, expr: fusion.Expr, k: int, inputs: list[str]) -> StepPlan:
+    def of(cls, expr: fusion.Expr, k: int, inputs: list[str], memrefs: list[bool]
+           ) -> StepPlan:
+        """Step k of `expr` on inputs of these types (memrefs: which inputs are tiles;
+        an earlier step's result is one, as the unfused op's temporary was)."""
         step = expr.steps[k]
         row = op_table.lookup(step.row)
         assert row is not None, "tile-verify lets only registry rows through"
         types = expr.arg_dtypes(k, inputs)
         compute = DTYPES[row.compute_dtype(types, step.dtype)]
+        tensors = [a.step or memrefs[a.index] for a in step.args]
+        through = rounding(row, types, tensors, step.dtype, compute.name)
         return cls(step, row, tuple(DTYPES[t] for t in types), compute,
-                   DTYPES["bool"] if row.out == "bool" else compute, DTYPES[step.dtype])
+                   DTYPES["bool"] if row.out == "bool" else compute, DTYPES[step.dtype],
+                   tuple(through))
 
 
 class FusedCompute(Compute):
@@ -345,7 +406,8 @@ class FusedCompute(Compute):
         assert isinstance(attr, ir.ArrayAttr), "tile-verify checks the expression"
         expr = fusion.Expr.parse([ir.StringAttr(text).value for text in attr])
         inputs = [operand.dtype.name for operand in info.sources]
-        self.steps = [StepPlan.of(expr, k, inputs) for k in range(len(expr.steps))]
+        memrefs = [operand.is_memref for operand in info.sources]
+        self.steps = [StepPlan.of(expr, k, inputs, memrefs) for k in range(len(expr.steps))]
         # what a Compute says about its row, here the last step's (the one dst gets)
         last = self.steps[-1]
         self.row, self.compute, self.result = last.row, last.compute, last.result
@@ -388,7 +450,7 @@ class _Uses:
     def __init__(self, loaded: list[ir.Value], vec: int):
         self.loaded, self.vec = loaded, vec
         self.results: list[ir.Value] = []
-        self._converted: dict[tuple[fusion.Arg, str], ir.Value] = {}
+        self._converted: dict[tuple[fusion.Arg, str, str], ir.Value] = {}
 
     def argument(self, plan: StepPlan, n: int) -> ir.Value:
         """Argument n of a step, as its body takes it."""
@@ -396,12 +458,13 @@ class _Uses:
         if plan.row.indexed and n == len(plan.step.args) - 1:  # the base: an i64 input
             return position(self.loaded[arg.index], self.loaded[-1], self.vec)
         target = own if n in plan.row.keep else plan.compute
-        key = (arg, target.name)
+        through = plan.through[n]
+        key = (arg, target.name, through.name if through is not None else "")
         if key not in self._converted:
             value = self.results[arg.index] if arg.step else self.loaded[arg.index]
             lanes = ir.VectorType(value.type).shape[0] \
                 if isinstance(value.type, ir.VectorType) else 1
-            converted = convert(value, own, target, lanes)
+            converted = to_compute(value, own, target, lanes, through)
             self._converted[key] = broadcast(converted, target, self.vec) \
                 if lanes != self.vec else converted
         return self._converted[key]

@@ -82,12 +82,12 @@ def cta_rank() -> ir.Value:
 
 
 def scope_thread_index(scope: str, block: Sequence[int] | None) -> ir.Value:
-    """This thread's index among the threads of an execution scope. A cluster's threads
-    are numbered CTA by CTA: rank * (threads per CTA) + the thread's index in its CTA."""
+    """This thread's index among the threads of an execution scope (tile-verify has
+    made sure the block size is known and, for warps and warpgroups, whole ones). A
+    cluster's threads are numbered CTA by CTA: rank * (threads per CTA) + the thread's
+    index in its CTA."""
     if scope == "thread":
         return const_index(0)
-    if scope == "warp" and block is None:
-        return gpu.lane_id()
     assert block is not None, f"scope {scope} needs the kernel's block size"
     tid = linear_thread_id(block)
     if scope == "cluster":

@@ -6,7 +6,7 @@ from tile_mlir.dtypes import INTS, LIBRARY_FLOATS
 from tile_mlir.layout import TileLayout
 from tile_mlir.lowering import ACCEPT, Verdict, reject
 from tile_mlir.lowering.schedules.induced import coverage
-from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.support.analysis import OpInfo, uniform
 
 FLOAT_COMPUTE = ("f32", "f16", "bf16")
 """Element types the register variants compute in."""
@@ -31,9 +31,13 @@ def within_cta(info: OpInfo) -> Verdict:
     return ACCEPT
 
 
-def all_in(info: OpInfo, spaces: tuple[str, ...]) -> Verdict:
-    """Every memref operand is in one of `spaces` (global, shared, local)."""
+def all_in(info: OpInfo, spaces: tuple[str, ...], uniform_inputs: bool = False) -> Verdict:
+    """Every memref operand is in one of `spaces` (global, shared, local); with
+    `uniform_inputs`, an input may also be a uniform register tile (analysis.uniform:
+    a scalar every thread holds, read from its own registers)."""
     for operand in info.memrefs:
+        if uniform_inputs and uniform(operand):
+            continue
         if operand.space not in spaces:
             return reject(f"operand {operand.index} scope {operand.space} != "
                           f"{' or '.join(spaces)}")

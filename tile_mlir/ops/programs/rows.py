@@ -32,7 +32,6 @@ rounded once into the output's type.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -41,7 +40,7 @@ from typing import Annotated, Any, Protocol
 import tile_mlir.lang as tl
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.lang.kernel import KernelFunction
-from tile_mlir.lang.spec import Specialization
+from tile_mlir.ops.programs.lang import LangProgram
 
 NEG_INF = float("-inf")
 FLOOR = -3.4028234663852886e38
@@ -564,48 +563,6 @@ def layer_split(x: Row, w: Vector, b: Vector, stats: Stats, y: Row,  # noqa: PLR
 # ------------------------------------------------------------------ the spine's protocol
 
 
-@dataclass(frozen=True)
-class LangProgram:
-    """A tl.kernel specialization as the spine's KernelProgram (programs/__init__.py):
-    the kernel cache's request and the IR come from the KernelFunction, the arguments
-    from the specialization's roles. A kernel that runs in clusters needs nothing more
-    of the spine: its `.reqnctapercluster` makes a plain cuLaunchKernel launch clusters,
-    on a grid the planner makes whole clusters (`cluster` says how many CTAs)."""
-
-    function: KernelFunction
-    spec: Specialization
-
-    @property
-    def name(self) -> str:
-        return self.function.name
-
-    @property
-    def threads(self) -> int:
-        return math.prod(self.spec.block)
-
-    @property
-    def cluster(self) -> int:
-        return math.prod(self.spec.cluster) if self.spec.cluster else 1
-
-    def request(self) -> str:
-        return self.function.request(self.spec)
-
-    def ir(self) -> str:
-        return self.function.ir(self.spec)
-
-    def params(self) -> tuple[str, ...]:
-        index = f"i{self.spec.index_bits}"
-        kinds = []
-        for role in self.spec.roles:
-            if role.kind == "array":
-                kinds.append("ptr")
-            elif role.kind == "scalar":
-                kinds.append(self.spec.params[role.param].dtype)
-            else:
-                kinds.append(index)
-        return tuple(kinds)
-
-
 class Described(Protocol):
     """What specializing needs of an array (ops.args.Array has it)."""
 
@@ -635,7 +592,8 @@ def specialize(function: KernelFunction, arrays: Mapping[str, Described],
             given[p.name] = 0.0 if DTYPES[p.dtype].is_float else 0
         elif p.name in constexprs:
             given[p.name] = constexprs[p.name]
-    return LangProgram(function, function.signature(**given))
+    spec = function.signature(**given)
+    return LangProgram(function, spec, f"tile_mlir.ops rows: {spec!r}")
 
 
 KERNELS: dict[str, tuple[KernelFunction, ...]] = {

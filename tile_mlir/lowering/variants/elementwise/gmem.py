@@ -45,7 +45,7 @@ def option(info: OpInfo, name: str) -> int:
 
 
 def check(info: OpInfo) -> Verdict:
-    return first_failure(all_in(info, ("global",)), scope_known(info),
+    return first_failure(all_in(info, ("global",), uniform_inputs=True), scope_known(info),
                          element_types(info, MEMORY_DTYPES))
 
 

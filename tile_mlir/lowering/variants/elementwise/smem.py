@@ -24,7 +24,7 @@ from tile_mlir.lowering.variants.predicates import (
 
 
 def check(info: OpInfo) -> Verdict:
-    return first_failure(all_in(info, ("shared",)), scope_known(info),
+    return first_failure(all_in(info, ("shared",), uniform_inputs=True), scope_known(info),
                          element_types(info, MEMORY_DTYPES))
 
 

@@ -1,0 +1,71 @@
+"""null tier: the autotuner's progress and summary (fake timings, no GPU), and where its
+choices go: the user's tuning file, or with --ship the package's defaults for the chip,
+which the library reads when the user has tuned nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tile_mlir.ops import strategy, tune
+from tile_mlir.ops.programs.elementwise import Strategy
+from tile_mlir.runtime import driver
+
+FAST = Strategy(threads=512, vector_bytes=16, rounds=2, stage=2)
+
+
+@pytest.fixture
+def tuner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every candidate takes 10 us but FAST (5 us); the chip is sm_90; files go to tmp."""
+    monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(strategy, "SHIPPED", tmp_path / "shipped")
+    monkeypatch.setattr(driver, "device_chip", lambda device=0: "sm_90")
+    monkeypatch.setattr(driver, "device_name", lambda device=0: "NVIDIA H100 80GB HBM3")
+
+    def seconds(op: str, dtype: str, numel: int, choice: Strategy, replays: int = 20) -> float:
+        return 5e-6 if choice == FAST else 10e-6
+
+    monkeypatch.setattr(tune, "time_candidate", seconds)
+    strategy._choices.cache_clear()
+    log: list[str] = []
+    yield log
+    strategy._choices.cache_clear()
+
+
+def test_progress_a_line_per_key_and_a_summary(tuner: list[str]) -> None:
+    outcomes = tune.run([("add", "bf16", 1 << 24), ("mul", "bf16", 1 << 24),
+                         ("exp", "f32", 1 << 20)], tuner.append)
+    assert [o.key for o in outcomes] == ["binary_arith/bf16/2^24", "unary_math/f32/2^20"]
+    progress = [line for line in tuner if line.startswith("[")]
+    assert progress[0].startswith("[1/2] binary_arith/bf16/2^24: staged 512x2 of 16 B 5.0 us")
+    assert "(was staged 256x4 of 16 B, 2.00x)" in progress[0] and progress[0].endswith(" s")
+    assert tuner[-1].startswith("tuned 2 keys in ") and "2 changed, 0 kept" in tuner[-1]
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, "sm_90") == FAST
+
+
+def test_a_second_run_keeps_what_it_chose(tuner: list[str]) -> None:
+    tune.run([("add", "f32", 1 << 28)], tuner.append)
+    tune.run([("add", "f32", 1 << 28)], tuner.append)
+    assert "(unchanged)" in tuner[-2] and "0 changed, 1 kept" in tuner[-1]
+
+
+def test_shipped_defaults_are_read_under_the_users_choices(tuner: list[str]) -> None:
+    tune.run([("exp", "f16", 1 << 20)], tuner.append, ship=True)
+    assert (strategy.SHIPPED / "sm_90.json").is_file()
+    assert strategy.choose("unary_math", "f16", 1 << 20, "sm_90") == FAST
+    mine = Strategy(threads=128, vector_bytes=16, rounds=8, stage=8)
+    strategy.save("sm_90", {"unary_math/f16/2^20": mine}, {})
+    assert strategy.choose("unary_math", "f16", 1 << 20, "sm_90") == mine
+    assert strategy.choose("unary_math", "f16", 1 << 20, "sm_80") == strategy.default(1 << 20)
+
+
+def test_no_candidate_ran(tuner: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    def fails(*_: Any, **__: Any) -> float:
+        raise RuntimeError("launch failed")
+
+    monkeypatch.setattr(tune, "time_candidate", fails)
+    with pytest.raises(RuntimeError, match="no candidate ran for add f32"):
+        tune.run([("add", "f32", 1 << 16)], tuner.append)
