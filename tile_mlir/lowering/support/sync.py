@@ -23,14 +23,16 @@ by the same threads).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from mlir import ir
 from mlir.dialects import arith, gpu, nvvm
 
 from tile_mlir.dialects.tile import SCOPES
 from tile_mlir.layout import TileLayout
+from tile_mlir.lowering.schedules.threads import decode
 from tile_mlir.lowering.support.alignment import defining_op, root_buffer
-from tile_mlir.lowering.support.analysis import defining_layout, memory_space
+from tile_mlir.lowering.support.analysis import defining_layout, describe, memory_space
 from tile_mlir.lowering.support.emit import const, const_index, linear_thread_id
 
 _TILE_OPS = ("tile.copy", "tile.elementwise", "tile.reduce")
@@ -102,18 +104,27 @@ def _anchor(op: ir.Operation) -> TileLayout | None:
     return max(layouts, key=lambda layout: layout.size) if layouts else None
 
 
-def _owners(anchor: TileLayout | None) -> str:
+def _owners(anchor: TileLayout | None, threads: int | None) -> str:
     """The anchor's layout where it holds each element once: its holder of an element is
     then the thread that touches it in memory ("" otherwise)."""
-    if anchor is None or not anchor.is_distributed or anchor.replicas:
+    if anchor is None or not anchor.is_distributed or anchor.replicas or threads is None:
         return ""
-    return str(anchor)
+    return str(anchor) if _held_once(anchor, threads) else ""
+
+
+@cache
+def _held_once(layout: TileLayout, threads: int) -> bool:
+    """Whether no two of the scope's `threads` hold the same coordinates: a thread axis
+    whose extent falls short of the threads that run the op (a laneid extent below the
+    warp's lanes) gives the rest copies, which write what the others read."""
+    return len({decode(layout, t, threads) for t in range(threads)}) == threads
 
 
 def _touches(op: ir.Operation) -> list[_Touch]:
     scope = ir.StringAttr(op.attributes["scope"]).value
     anchor = _anchor(op) if op.name != "tile.reduce" else None
     bound = anchor.shape if anchor is not None else None
+    owners = _owners(anchor, describe(op.opview).scope_threads) if anchor is not None else ""
     found = []
     for n, value in enumerate(op.operands):
         if not isinstance(value.type, ir.MemRefType):
@@ -122,7 +133,7 @@ def _touches(op: ir.Operation) -> list[_Touch]:
             continue
         found.append(_Touch(root_buffer(value), writes=n == 0, scope=scope,
                             slice=_iteration_slice(value, op.block), view=value,
-                            window=_window(value, bound), owners=_owners(anchor)))
+                            window=_window(value, bound), owners=owners))
     return found
 
 
