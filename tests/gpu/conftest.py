@@ -25,6 +25,7 @@ SANITIZE = (
     "test_ops_rope.py::",
     "test_generators.py::test_dropout_matches_the_reference_on_every_strategy",
     "test_generators.py::test_alibi_against_torch",
+    "test_ops_rows.py::test_every_strategy_once",
     # thread counts that do not divide evenly: partial warps' shuffle masks (synccheck),
     # each warp's (warpgroup's) own reduction scratch (racecheck)
     "test_threads.py::test_program_on_gpu[reduce_",

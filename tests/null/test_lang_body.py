@@ -12,6 +12,7 @@ import pytest
 
 import tile_mlir
 import tile_mlir.lang as tl
+from tile_mlir.diagnostics import CompileError
 
 D = tl.ArrayDesc
 Vec = Annotated[tl.Tensor, "f32", ("N",)]
@@ -118,6 +119,29 @@ def test_index_arithmetic() -> None:
     assert tl.cdiv(10, 4) == 3 and tl.minimum(2, 5) == 2 and tl.maximum(2, 5) == 5
 
 
+def test_unsigned_index_compares() -> None:
+    def body(x: Vec) -> None:
+        i = tl.block_id() - 1
+        with tl.if_(i.ult(x.shape[0]) & (i + 1).ule(8)):
+            tl.cta.sqrt(x, x)
+
+    text = ir(body, D("f32", (100,)))
+    assert "arith.cmpi ult" in text and "arith.cmpi ule" in text
+
+
+def test_reshape_of_a_strided_view_keeps_its_layout() -> None:
+    """A view with a strided layout reshapes into one (MLIR infers the identity layout only
+    from the identity), its strides row-major or not."""
+    @tl.kernel(threads=32)
+    def body(x: tl.Tensor, y: tl.Tensor) -> None:
+        tl.cta.copy(y, x.reshape(4, 2, 4))
+
+    x = tl.TensorSpec("x", "f32", (4, 8), (None, None), ("8", "1"))
+    y = tl.TensorSpec("y", "f32", (4, 2, 4), (None,) * 3, ("8", "4", "1"))
+    spec = tl.Specialization(body.info.qualname, (x, y), (), (), (32, 1, 1), 32)
+    assert "into memref<4x2x4xf32, strided<[8, 4, 1]>>" in body.ir(spec)
+
+
 def test_loops_and_branches() -> None:
     def body(x: Vec) -> None:
         n = x.shape[0]
@@ -203,6 +227,41 @@ def test_options_and_reductions() -> None:
     assert 'accum = true, axes = array<i64: 0>, kind = "max", scale = 5.000000e-01 : f64' in text
     assert '{axes = array<i64: -2>, kind = "min", scope = "cta"}' in text
     assert 'op = "maximum"' in text and 'scope = "warp"' in text
+
+
+def test_fused_ops() -> None:
+    """A fused elementwise op (op_table/fusion.py) with its steps; tile-verify checks them
+    when the kernel compiles."""
+    def body(x: Vec, y: Vec, s: tl.f32) -> None:
+        tl.cta.fused(y, x, s, expr=["mul(%0, %1) : f32", "exp($0) : f32"])
+        tl.cta.elementwise("fused", x, y, expr=("neg(%0) : f32",))
+
+    kernel = tl.kernel(threads=64)(body)
+    spec = kernel.signature(D("f32", (256,)), D("f32", (256,)), 2.0)
+    text = kernel.ir(spec)
+    assert 'expr = ["mul(%0, %1) : f32", "exp($0) : f32"]' in text
+    assert text.count('op = "fused"') == 2
+    tile_mlir.compile(kernel.build(spec), cubin=False)
+
+    def unknown_step(x: Vec) -> None:
+        tl.cta.fused(x, x, expr=["sqr(%0) : f32"])
+
+    with pytest.raises(CompileError, match="sqr"):
+        tile_mlir.compile(tl.kernel(threads=64)(unknown_step).build(
+            tl.kernel(threads=64)(unknown_step).signature(D("f32", (256,)))), cubin=False)
+
+    def no_steps(x: Vec) -> None:
+        tl.cta.fused(x, x, 1.0, expr="exp(%0) : f32")
+
+    with pytest.raises(tl.ProgramError, match="a fused op takes expr="):
+        ir(no_steps, D("f32", (256,)))
+
+    def number(x: Vec) -> None:
+        tl.cta.fused(x, x, 1.0, expr=["add(%0, %1) : f32"])
+
+    with pytest.raises(tl.ProgramError, match=r"input 1 of a fused op is a tl\.Tensor or "
+                                              r"a typed scalar"):
+        ir(number, D("f32", (256,)))
 
 
 def test_reduction_errors() -> None:

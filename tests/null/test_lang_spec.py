@@ -4,11 +4,12 @@ overlaps; the kernel's argument list; and the argument checks, which name the ar
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 
@@ -184,6 +185,94 @@ def test_bad_annotations_are_refused_when_used() -> None:
         tl.kernel(static=("K",))(scale.fn).signature(D("f32", (1, 1)), D("f32", (1, 1)), 1.0)
 
 
+@tl.kernel(threads=64)
+def sized(n: tl.i32, x: Annotated[tl.Tensor, "f32", ("n",)],
+          y: Annotated[tl.Tensor, "f32", ("n",)]) -> None:
+    tl.cta.copy(y, x)
+
+
+def test_an_integer_parameter_named_like_a_dim_is_its_size() -> None:
+    """Sizes may come as arguments of their own, ahead of the arrays: no size argument is
+    added for the dim, and the arrays are checked against the number."""
+    x = D("f32", (10,), (2,), pointer=0x1004)
+    spec = sized.signature(10, x, D("f32", (10,)))
+    assert spec.roles == (Role("scalar", 0, name="n"), Role("array", 1, name="x"),
+                          Role("stride", 1, 0, 2, "x_s0"), Role("offset", 1, name="x_offset"),
+                          Role("array", 2, name="y"))
+    assert sized.arguments(10, x, D("f32", (10,), pointer=0x2000)) == \
+        [10, 0x1000, 2, 1, 0x2000]
+    assert "%0 = arith.index_cast %n : i32 to index" in sized.ir(10, x, D("f32", (10,)))
+    with pytest.raises(tl.ArgumentError, match=r"argument 'x': dim 0 \(n\) is 10, but n is 9 "
+                                               "from argument 'n'"):
+        sized.signature(9, x, D("f32", (10,)))
+
+    @tl.kernel
+    def after(x: Annotated[tl.Tensor, "f32", ("n",)], n: tl.i64) -> None:
+        tl.cta.sqrt(x, x)
+
+    with pytest.raises(tl.ArgumentError, match="argument 'n' is 9, but n is 10 from argument "
+                                               "'x'"):
+        after.signature(x, 9)
+    assert [r.kind for r in after.signature(x, 10).roles] == \
+        ["array", "stride", "offset", "scalar"]
+
+
+def test_a_size_parameter_is_an_integer_and_not_static() -> None:
+    def floating(x: Annotated[tl.Tensor, "f32", ("n",)], n: tl.f32) -> None:
+        tl.cta.sqrt(x, x)
+
+    with pytest.raises(TypeError, match="parameter 'n' is named like a dim, so it gives that "
+                                        "dim's size: an integer"):
+        tl.kernel(floating).signature(D("f32", (4,)), 4.0)
+    with pytest.raises(TypeError, match="dim 'n' is given by its parameter"):
+        tl.kernel(static=("n",))(sized.fn).signature(4, D("f32", (4,)), D("f32", (4,)))
+
+
+@tl.kernel(threads=32)
+def open_kernel(*, SCALE: tl.constexpr, **arrays: Any) -> None:
+    for copy in arrays["y"]:
+        tl.cta.mul(copy, arrays["x"], SCALE)
+
+
+def _open_spec(pointers: int) -> tl.Specialization:
+    x = tl.TensorSpec("x", "f32", (None,), ("n",), ("1",))
+    y = tl.TensorSpec("y", "f32", (None,), ("n",), ("?4",), offset=True, pointers=pointers)
+    return tl.Specialization(open_kernel.info.qualname, (x, y), (("SCALE", 2.0),), (),
+                             (32, 1, 1), 32)
+
+
+def test_open_kernels_take_the_parameters_their_specialization_names() -> None:
+    """A `**` kernel is built from Specializations its caller makes (the library's
+    kernels); a tensor there may come with several pointers, its layout passed once."""
+    spec = _open_spec(2)
+    assert [(r.kind, r.name) for r in spec.roles] == [
+        ("array", "x"), ("size", "n"), ("array", "y"), ("array", "y_1"), ("stride", "y_s0"),
+        ("offset", "y_offset")]
+    assert "y: f32[n] strides(?4) +offset x2" in repr(spec)
+    assert open_kernel.request(spec).startswith("tile_mlir.lang kernel ")
+    text = open_kernel.ir(spec)
+    assert text.count("memref.reinterpret_cast") == 3 and text.count("tile.elementwise") == 2
+    assert "%y: memref<1xf32> {llvm.noalias}, %y_1: memref<1xf32> {llvm.noalias}" in text
+    with pytest.raises(tl.ArgumentError, match="open_kernel\\(\\) takes the parameters its "
+                                               "Specialization names"):
+        open_kernel.signature(D("f32", (4,)), D("f32", (4,)), SCALE=1.0)
+    assert _open_spec(1) != spec and "x2" not in repr(_open_spec(1))
+
+
+def test_kernels_pickle_by_reference() -> None:
+    """A kernel (and what holds one: a library program) goes to worker processes."""
+    assert pickle.loads(pickle.dumps(scale)) is scale
+    assert pickle.loads(pickle.dumps(_open_spec(2))) == _open_spec(2)
+
+    @tl.kernel
+    def local(x: tl.Tensor) -> None:
+        tl.cta.sqrt(x, x)
+
+    with pytest.raises(pickle.PicklingError, match=r"it is not the kernel .*<locals>\.local "
+                                                   r"names"):
+        pickle.dumps(local)
+
+
 SHORT_FORM = '''
 from __future__ import annotations
 import tile_mlir.lang as tl
@@ -209,7 +298,7 @@ def test_short_form_annotations(tmp_path: object) -> None:
 NO_MLIR = textwrap.dedent("""
     import sys
     sys.modules["mlir"] = None  # any import of MLIR now fails
-    from typing import Annotated
+    from typing import Annotated, Any
     import tile_mlir.lang as tl
 
     @tl.kernel(threads=64)

@@ -17,8 +17,8 @@ LARGE = (256, 1 << 14)  # 2^22 elements: the default strategy stages 4 rounds
 
 def _ptx(case: Case) -> str:
     program = tile_mlir.compile(prepared(case).program.ir(), name=case.id)
-    assert program.cubin["ops"][:4] == b"\x7fELF"
-    return program.ptx["ops"]
+    assert program.cubin["kernels"][:4] == b"\x7fELF"
+    return program.ptx["kernels"]
 
 
 def _full_piece(ptx: str) -> str:

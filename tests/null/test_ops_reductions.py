@@ -110,7 +110,7 @@ STRIDED = [Stage("max", 4, 65536, 1, "bf16", "f32", 8, strides=("?4", "1"), offs
                                          key=str) + STRIDED, ids=str)
 def test_stage_kernels_compile(stage: Stage) -> None:
     program = tile_mlir.compile(ReductionProgram(stage).ir(), name="reduction stage")
-    assert program.cubin["ops"][:4] == b"\x7fELF"
+    assert program.cubin["kernels"][:4] == b"\x7fELF"
 
 
 def test_bad_arguments_name_them() -> None:

@@ -380,8 +380,8 @@ def _kernel_ptx(device: Device, rng: np.random.Generator, fn: Any, dtype: str) -
     _, _, q_dev, k_dev = _inputs(device, rng, dtype, Shape(3, 32, 8, 128, 128))
     fn(q_dev, k_dev, device.array(np.array([0, 5, 2])), max_position=16)
     program = tile_mlir.compile(device.launches[-1], name="rope")
-    assert program.cubin["ops"][:4] == b"\x7fELF"
-    ptx: str = program.ptx["ops"]
+    assert program.cubin["kernels"][:4] == b"\x7fELF"
+    ptx: str = program.ptx["kernels"]
     return ptx
 
 

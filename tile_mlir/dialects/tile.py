@@ -20,8 +20,8 @@ from mlir.dialects import irdl
 from tile_mlir._resources import dialect_file
 from tile_mlir.layout import TileLayout
 
-SCOPES: tuple[str, ...] = ("thread", "warp", "warpgroup", "cta")
-"""Execution scopes, narrowest first."""
+SCOPES: tuple[str, ...] = ("thread", "warp", "warpgroup", "cta", "cluster")
+"""Execution scopes, narrowest first (a cluster: the CTAs of a thread block cluster, sm_90)."""
 
 OP_NAMES: tuple[str, ...] = ("tile.copy", "tile.elementwise", "tile.reduce", "tile.alloc")
 

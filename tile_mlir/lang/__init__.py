@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         alloc_shared,
         barrier,
         block_id,
+        cluster,
         cta,
         grid,
         if_,
@@ -67,9 +68,9 @@ if TYPE_CHECKING:
         warpgroup,
     )
 
-_BODY = ("alloc_reg", "alloc_shared", "barrier", "block_id", "cta", "grid", "if_", "lane_id",
-         "num_blocks", "range", "static_assert", "thread", "thread_id", "warp", "warp_id",
-         "warpgroup")
+_BODY = ("alloc_reg", "alloc_shared", "barrier", "block_id", "cluster", "cta", "grid", "if_",
+         "lane_id", "num_blocks", "range", "static_assert", "thread", "thread_id", "warp",
+         "warp_id", "warpgroup")
 
 
 def __getattr__(name: str) -> Any:
@@ -98,6 +99,7 @@ __all__ = [
     "block_id",
     "bool_",
     "cdiv",
+    "cluster",
     "constexpr",
     "cta",
     "ds",

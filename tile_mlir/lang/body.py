@@ -13,6 +13,7 @@ options through as attributes (variant=, vector_bytes=, stage=, padding=...).
 from __future__ import annotations
 
 import difflib
+import functools
 import linecache
 import re
 from collections.abc import Iterator, Sequence
@@ -30,6 +31,7 @@ from tile_mlir.lang import builder, errors
 from tile_mlir.lang.builder import as_value, at, current
 from tile_mlir.lang.values import Bool, Index, IndexLike, Scalar, Tensor, dtype_name
 from tile_mlir.layout import LayoutError, TileLayout
+from tile_mlir.op_table import fusion
 
 _AXES = {0: gpu.Dimension.x, 1: gpu.Dimension.y, 2: gpu.Dimension.z}
 
@@ -192,10 +194,19 @@ def _static_shape(shape: Any) -> tuple[int, ...]:
     return dims
 
 
+@functools.lru_cache(maxsize=1024)
+def _checked(layout: TileLayout | str) -> TileLayout:
+    """A layout parsed and validated, once per text (validating enumerates its elements: a
+    cluster's register tile has tens of thousands, and a program allocates many)."""
+    if isinstance(layout, str):
+        return TileLayout.parse(layout)  # validated as it is parsed
+    layout.validate()
+    return layout
+
+
 def _layout(text: TileLayout | str, shape: tuple[int, ...]) -> TileLayout:
     try:
-        layout = text if isinstance(text, TileLayout) else TileLayout.parse(text)
-        layout.validate()
+        layout = _checked(text)
     except LayoutError as e:
         at_char = f" at character {e.position}" if e.position is not None else ""
         spec = f" ({e.spec!r}{at_char})" if e.spec else ""
@@ -276,10 +287,14 @@ def _tensor(value: Any, what: str) -> Tensor:
     return value
 
 
-def _check_shapes(dst: Tensor, src: Tensor, what: str) -> None:
-    """Same rank; static dims equal, or 1 in the source (broadcast)."""
+def _check_shapes(dst: Tensor, src: Tensor, what: str, tails: bool = False) -> None:
+    """Same rank; static dims equal, or 1 in the source (broadcast). With `tails` (a
+    register tile among the operands) the extents are tile-verify's to check: a memory
+    operand may end before the register tile (dst too: the op applies on the overlap)."""
     if src.rank != dst.rank:
         raise errors.program_error(f"{what} is {src.rank}-d, dst {dst.rank}-d")
+    if tails:
+        return
     for dim, (s, d) in enumerate(zip(src.sizes, dst.sizes, strict=True)):
         if isinstance(s, int) and isinstance(d, int) and s not in (d, 1):
             raise errors.program_error(f"{what} has size {s} at dim {dim}, dst {d}")
@@ -337,7 +352,8 @@ def _number_type(value: float | int | bool, reference: str) -> str:
 def _input(row: op_table.EwOp, n: int, x: Any, dst: Tensor, inputs: Sequence[Any]
            ) -> ir.Value:
     if isinstance(x, Tensor):
-        _check_shapes(dst, x, f"input {n}")
+        registers = any(isinstance(t, Tensor) and t.space == "local" for t in (dst, *inputs))
+        _check_shapes(dst, x, f"input {n}", tails=registers)
         return x.value
     if isinstance(x, Scalar):
         return x.value
@@ -352,6 +368,9 @@ def _input(row: op_table.EwOp, n: int, x: Any, dst: Tensor, inputs: Sequence[Any
 
 def elementwise(scope: str, op: str, dst: Any, inputs: Sequence[Any],
                 options: dict[str, Any]) -> None:
+    if op == fusion.FUSED:
+        fused(scope, dst, inputs, options)
+        return
     row = _row(op)
     if len(inputs) != row.arity:
         raise errors.program_error(f"'{row.name}' takes {row.arity} input(s), got "
@@ -362,6 +381,36 @@ def elementwise(scope: str, op: str, dst: Any, inputs: Sequence[Any],
         values = [_input(row, n, x, target, inputs) for n, x in enumerate(inputs)]
         built = tile.ElementwiseOp(row.name, target.value, values, scope=scope,
                                    variant=variant)
+        _options(built, options)
+    builder.mark_written(target)
+
+
+def _fused_input(n: int, x: Any, dst: Tensor) -> ir.Value:
+    if isinstance(x, Tensor):
+        _check_shapes(dst, x, f"input {n}")
+        return x.value
+    if isinstance(x, Scalar):
+        return x.value
+    raise errors.program_error(f"input {n} of a fused op is a tl.Tensor or a typed scalar "
+                               f"(its steps take their types), got {type(x).__name__}")
+
+
+def fused(scope: str, dst: Any, inputs: Sequence[Any], options: dict[str, Any]) -> None:
+    """tile.elementwise {op = "fused"}: the steps of `expr` (op_table/fusion.py: strings
+    `row(%0, $1) : dtype`) over the inputs; tile-verify checks them."""
+    expr = options.pop("expr", None)
+    if not isinstance(expr, list | tuple) or not expr or \
+            not all(isinstance(step, str) for step in expr):
+        raise errors.program_error("a fused op takes expr=[step, ...], each step a string "
+                                   "'row(%0, $1) : dtype' (op_table/fusion.py)")
+    target = _tensor(dst, "dst")
+    variant = options.pop("variant", None)
+    with at():
+        values = [_fused_input(n, x, target) for n, x in enumerate(inputs)]
+        built = tile.ElementwiseOp(fusion.FUSED, target.value, values, scope=scope,
+                                   variant=variant)
+        built.operation.attributes["expr"] = ir.ArrayAttr.get(
+            [ir.StringAttr.get(step) for step in expr])
         _options(built, options)
     builder.mark_written(target)
 
@@ -419,6 +468,12 @@ class Scope:
         """tile.elementwise: dst <- op(inputs...): tensors, scalars or numbers."""
         elementwise(self.name, op, dst, inputs, options)
 
+    def fused(self, dst: Tensor, *inputs: Any, expr: Sequence[str], **options: Any) -> None:
+        """tile.elementwise {op = "fused"}: dst <- the last of `expr`'s steps
+        (op_table/fusion.py: `"add(%0, %1) : bf16"`, `"gelu($0) : bf16"`) over the inputs,
+        tensors or typed scalars; `elementwise("fused", ..., expr=...)` is the same."""
+        fused(self.name, dst, inputs, {**options, "expr": expr})
+
     def reduce(self, kind: str, dst: Tensor, src: Tensor, *,
                axes: Sequence[int] | int | None = None, accum: bool = False,
                scale: float | None = None, **options: Any) -> None:
@@ -467,3 +522,6 @@ thread = Scope("thread")
 warp = Scope("warp")
 warpgroup = Scope("warpgroup")
 cta = Scope("cta")
+cluster = Scope("cluster")
+"""The threads of a thread block cluster (a kernel with `cluster=`), numbered CTA by CTA:
+a register layout over `tid` spreads a tile over the cluster's CTAs."""

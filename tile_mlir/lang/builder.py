@@ -31,7 +31,7 @@ from tile_mlir.contract import DIVISIBILITY
 from tile_mlir.dialects import tile
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.lang import errors
-from tile_mlir.lang.spec import ScalarSpec, Specialization, TensorSpec
+from tile_mlir.lang.spec import ScalarSpec, Specialization, TensorSpec, sizing
 from tile_mlir.lang.values import SCALARS, Bool, Index, IndexLike, Number, Scalar, Tensor
 
 DYNAMIC = ir.ShapedType.get_dynamic_size()
@@ -302,28 +302,34 @@ def _free_name(block: ir.Block, name: str) -> str:
     return candidate
 
 
-def _views(spec: Specialization, args: Sequence[ir.Value]) -> dict[int, Tensor | Scalar]:
-    """The value of each non-constexpr parameter: a Tensor view or a Scalar. The index
-    arguments (sizes, strides, offsets) are cast to index once; a named dim's size serves
-    every tensor that names it."""
+def _views(spec: Specialization, args: Sequence[ir.Value]
+           ) -> dict[int, Tensor | Scalar | tuple[Tensor, ...]]:
+    """The value of each non-constexpr parameter: a Tensor view (a tuple of them for a
+    tensor of several pointers) or a Scalar. The index arguments (sizes, strides,
+    offsets, and the scalars that give a dim's size) are cast to index once; a named
+    dim's size serves every tensor that names it."""
     from tile_mlir.lang import views
 
     given: dict[tuple[str, int, int], Index] = {}
     named: dict[str, Index] = {}
-    arrays: dict[int, ir.Value] = {}
+    arrays: dict[int, list[ir.Value]] = {}
+    sizes = sizing(spec.params)
     for role, arg in zip(spec.roles, args, strict=True):
         if role.kind in ("array", "scalar"):
-            arrays[role.param] = arg
+            arrays.setdefault(role.param, []).append(arg)
+            if role.name in sizes:  # a scalar giving a dim's size
+                named[role.name] = Index(arith.index_cast(index_type(), arg))
             continue
         value = Index(arith.index_cast(index_type(), arg))
         given[(role.kind, role.param, role.dim)] = value
         named[role.name] = value
-    values: dict[int, Tensor | Scalar] = {}
+    values: dict[int, Tensor | Scalar | tuple[Tensor, ...]] = {}
     for n, p in enumerate(spec.params):
         if isinstance(p, ScalarSpec):
-            values[n] = SCALARS[p.dtype](arrays[n])
-        else:
-            values[n] = views.parameter_view(n, p, arrays[n], given, named)
+            values[n] = SCALARS[p.dtype](arrays[n][0])
+            continue
+        made = tuple(views.parameter_view(n, p, pointer, given, named) for pointer in arrays[n])
+        values[n] = made if p.pointers > 1 else made[0]
     return values
 
 
@@ -382,6 +388,8 @@ def emit_kernel(fn: Callable[..., Any], spec: Specialization, module: ir.Module,
         func.attributes["arg_attrs"] = ir.ArrayAttr.get(_arg_attrs(spec, build))
         if build.grid is not None:
             func.attributes["known_grid_size"] = ir.DenseI32ArrayAttr.get(list(build.grid))
+        if spec.cluster is not None:  # .reqnctapercluster: a plain launch runs clusters
+            func.attributes["nvvm.cluster_dim"] = ir.DenseI32ArrayAttr.get(list(spec.cluster))
     return func
 
 

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import inspect
 import marshal
+import pickle
 import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from tile_mlir.dtypes import DTYPES
 from tile_mlir.lang import launch
 from tile_mlir.lang.arrays import Described
 from tile_mlir.lang.errors import ArgumentError, ProgramError
@@ -118,25 +121,44 @@ def _param(name: str, annotation: Any, default: Any, where: str) -> ParamInfo:
 
 
 def kernel_info(fn: Callable[..., Any], threads: Any, name: str, static: tuple[str, ...],
-                index_bits: int | None) -> KernelInfo:
+                index_bits: int | None, *, cluster: Any = None) -> KernelInfo:
     """What the specialization needs of a kernel function, from its signature."""
     where = f"@tl.kernel {fn.__qualname__}"
     annotations = _annotations(fn)
     params = []
+    is_open = False
     for p in inspect.signature(fn).parameters.values():
+        if p.kind == p.VAR_KEYWORD:
+            is_open = True
+            continue
         if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-            raise TypeError(f"{where}: parameter '{p.name}': no *args or **kwargs")
+            raise TypeError(f"{where}: parameter '{p.name}': no *args")
         if p.name in RESERVED:
             raise TypeError(f"{where}: '{p.name}' is a launch keyword, not a parameter name")
         default = p.default if p.default is not p.empty else NO_DEFAULT
         params.append(_param(p.name, annotations.get(p.name), default, where))
+    _check_dims(params, static, where)
+    qualname = f"{fn.__module__}.{fn.__qualname__}"
+    return KernelInfo(name, qualname, tuple(params), threads, static, index_bits,
+                      cluster=cluster, open=is_open)
+
+
+def _check_dims(params: Sequence[ParamInfo], static: Sequence[str], where: str) -> None:
+    """Static dims name a Tensor dim; a parameter named like a dim is its integer size."""
     named = {d for p in params for d in p.tensor.dims or () if isinstance(d, str)}
     for dim in static:
         if dim not in named:
             raise TypeError(f"{where}: static dim '{dim}' is not a dim name of any "
                             f"tl.Tensor parameter (names: {', '.join(sorted(named)) or 'none'})")
-    qualname = f"{fn.__module__}.{fn.__qualname__}"
-    return KernelInfo(name, qualname, tuple(params), threads, static, index_bits)
+    for p in params:
+        if p.kind != "scalar" or p.name not in named:
+            continue
+        if DTYPES[p.dtype].kind != "int":
+            raise TypeError(f"{where}: parameter '{p.name}' is named like a dim, so it gives "
+                            f"that dim's size: an integer (tl.i32 or tl.i64), not {p.dtype}")
+        if p.name in static:
+            raise TypeError(f"{where}: dim '{p.name}' is given by its parameter; it cannot "
+                            "also be static")
 
 
 def source_hash(fn: Callable[..., Any]) -> str:
@@ -160,7 +182,8 @@ class KernelFunction:
     into a host's module (`f.build`, `f.emit`), compile it (`f.compile`)."""
 
     def __init__(self, fn: Callable[..., Any], threads: Any = 256, name: str | None = None,
-                 static: Sequence[str] = (), index_bits: int | None = None):
+                 static: Sequence[str] = (), index_bits: int | None = None, *,
+                 cluster: Any = None):
         if index_bits not in (None, 64):
             raise ValueError("index_bits is None (32 where the arrays allow) or 64")
         self.fn = fn
@@ -168,6 +191,7 @@ class KernelFunction:
         self.name = name or fn.__name__
         self.static = tuple(static)
         self.index_bits = index_bits
+        self.cluster = cluster
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         # the source as it was defined: an edit after the import must not name this code
@@ -179,10 +203,24 @@ class KernelFunction:
     def __repr__(self) -> str:
         return f"<tl.kernel {self.info.qualname}>"
 
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        """Pickled by reference, as functions are: the name it is defined under (so that
+        what holds a kernel, a library program, goes to worker processes)."""
+        where = (self.fn.__module__, self.fn.__qualname__)
+        try:
+            found = _defined(*where)
+        except (ImportError, AttributeError, TypeError):
+            found = None
+        if found is not self:
+            raise pickle.PicklingError(f"cannot pickle {self!r}: it is not the kernel "
+                                       f"{'.'.join(where)} names")
+        return _defined, where
+
     @cached_property
     def info(self) -> KernelInfo:
         """The parameters, read on first use (annotations may name what is defined later)."""
-        return kernel_info(self.fn, self.threads, self.name, self.static, self.index_bits)
+        return kernel_info(self.fn, self.threads, self.name, self.static, self.index_bits,
+                           cluster=self.cluster)
 
     @cached_property
     def _constants(self) -> tuple[frozenset[int], frozenset[str]]:
@@ -197,6 +235,10 @@ class KernelFunction:
         """One value per parameter (defaults filled in), and where each non-constexpr one
         was among the positional arguments (-1: by keyword)."""
         params = self.info.params
+        if self.info.open:
+            raise ArgumentError(f"{self.name}() takes the parameters its Specialization names "
+                                "(**): it is built from Specializations its caller makes "
+                                "(emit, build, ir, compile), not specialized on arguments")
         if len(args) > len(params):
             raise ArgumentError(f"{self.name}() takes {len(params)} arguments "
                                 f"({', '.join(p.name for p in params)}), got {len(args)}")
@@ -401,8 +443,10 @@ class KernelFunction:
         stream_of = arrays.current_stream(kinds, device)
         dims = {**bound.dims, **dict(bound.spec.constexprs)}
         if "numpy" in kinds:
-            _run_staged(kernel, bound, launch.resolve_grid(grid, kernel.spec.grid, dims),
-                        stream if stream is not None else stream_of())
+            resolved = launch.resolve_grid(grid, kernel.spec.grid, dims)
+            if bound.spec.cluster is not None:
+                launch.check_clusters(resolved, bound.spec.cluster)
+            _run_staged(kernel, bound, resolved, stream if stream is not None else stream_of())
             return
         if key is not None and -1 not in positions:
             ready = launch.prepare(kernel, bound, positions, grid=kernel.spec.grid, dims=dims,
@@ -418,6 +462,16 @@ class KernelFunction:
         if not ready(args, pointers, grid, stream):
             raise ArgumentError(f"{self.name}(): arrays overlap that the kernel was just "
                                 "compiled for as disjoint")
+
+
+def _defined(module: str, qualname: str) -> KernelFunction:
+    """The kernel defined as `qualname` in `module` (unpickling)."""
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    if not isinstance(found, KernelFunction):
+        raise TypeError(f"{module}.{qualname} is not a tl.kernel")
+    return found
 
 
 def _device(arrays: Mapping[int, Described]) -> int:
@@ -467,26 +521,34 @@ class _Launcher:
 
 @typing.overload
 def kernel(fn: Callable[..., Any], *, threads: Any = 256, name: str | None = None,
-           static: Sequence[str] = (), index_bits: int | None = None) -> KernelFunction: ...
+           static: Sequence[str] = (), index_bits: int | None = None,
+           cluster: Any = None) -> KernelFunction: ...
 
 
 @typing.overload
 def kernel(fn: None = None, *, threads: Any = 256, name: str | None = None,
-           static: Sequence[str] = (), index_bits: int | None = None
+           static: Sequence[str] = (), index_bits: int | None = None, cluster: Any = None
            ) -> Callable[[Callable[..., Any]], KernelFunction]: ...
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, threads: Any = 256,
            name: str | None = None, static: Sequence[str] = (),
-           index_bits: int | None = None) -> Any:
+           index_bits: int | None = None, cluster: Any = None) -> Any:
     """Make a tile kernel of a Python function: `@tl.kernel` or `@tl.kernel(threads=...)`.
 
     threads: the CTA's threads, an int, (x, y, z), or a callable of the constexprs and
     static dims (a dict) giving one. name: the gpu.func symbol (default: the function's
     name). static: dim names the kernel is compiled per value of (the body sees ints).
-    index_bits: 64 to keep 64-bit indices even where 32 bits would do.
+    index_bits: 64 to keep 64-bit indices even where 32 bits would do. cluster: the
+    CTAs of a thread block cluster (sm_90), as threads is given: the kernel runs in
+    clusters (nvvm.cluster_dim), its ops may take scope `tl.cluster`, and its grid must
+    be whole clusters.
+
+    A function with `**params` is an open kernel: its parameters are those of the
+    Specializations its caller makes (the operator library's kernels, whose operands
+    vary), and it is built from them (ir, build, emit, compile), not launched on arrays.
     """
     def wrap(f: Callable[..., Any]) -> KernelFunction:
-        return KernelFunction(f, threads, name, static, index_bits)
+        return KernelFunction(f, threads, name, static, index_bits, cluster=cluster)
 
     return wrap(fn) if fn is not None else wrap

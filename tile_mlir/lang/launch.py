@@ -89,6 +89,7 @@ class Prepared:
     grid: tuple[int, int, int] | None  # the kernel's own
     dims: dict[str, Any]  # what a grid callable is given
     stream: Callable[[], int]
+    cluster: tuple[int, int, int] | None = None  # the grid must be whole clusters
 
     def __call__(self, args: tuple[Any, ...], pointers: list[Any], grid: Grid,
                  stream: Any) -> bool:
@@ -105,6 +106,8 @@ class Prepared:
             for slot, position in self.numbers:
                 values[slot] = args[position]
         dims = grid if type(grid) is tuple else resolve_grid(grid, self.grid, self.dims)
+        if self.cluster is not None:
+            check_clusters(dims, self.cluster)
         if 0 not in dims:
             self.kernel(*values, grid=dims, stream=self.stream() if stream is None else stream)
         return True
@@ -125,6 +128,14 @@ def resolve_grid(grid: Grid, known: tuple[int, int, int] | None,
     return tuple(grid)
 
 
+def check_clusters(grid: Sequence[int], cluster: tuple[int, int, int]) -> None:
+    """A kernel that runs in clusters launches on whole clusters (ArgumentError if not)."""
+    sizes = (*grid, 1, 1)[:3]
+    if any(g % c for g, c in zip(sizes, cluster, strict=True)):
+        raise ArgumentError(f"the grid {tuple(grid)} is not whole clusters of "
+                            f"{'x'.join(map(str, cluster))} CTAs (the kernel's cluster=)")
+
+
 def prepare(kernel: Any, bound: Bound, positions: Sequence[int], *,
             grid: tuple[int, int, int] | None, dims: dict[str, Any],
             stream: Callable[[], int]) -> Prepared:
@@ -141,7 +152,7 @@ def prepare(kernel: Any, bound: Bound, positions: Sequence[int], *,
         elif role.kind == "scalar":
             numbers.append((slot, positions[role.param]))
     return Prepared(kernel, template, tuple(pointers), tuple(numbers),
-                    _disjoint(kernel, bound, positions), grid, dims, stream)
+                    _disjoint(kernel, bound, positions), grid, dims, stream, spec.cluster)
 
 
 def _disjoint(kernel: Any, bound: Bound, positions: Sequence[int]

@@ -11,7 +11,8 @@ computes it too, and finds the kernel in the cache by it):
   whether the array is passed as a static memref (every dim static, contiguous,
   aligned) instead of a pointer with sizes and strides;
 - per scalar parameter its dtype; the constexpr values; the static dims' values;
-- the block shape, the index width (32 bits when every array's furthest element
+- the block shape, the cluster shape of a kernel that runs in thread block clusters
+  (`cluster=`), the index width (32 bits when every array's furthest element
   fits contract.INDEX_LIMIT with HEADROOM to spare) and which arrays overlap.
 
 `roles(spec)` lists the kernel's arguments in order; the builder makes one
@@ -69,6 +70,8 @@ class KernelInfo:
     threads: Any  # int, (x, y, z), or a callable of the constexprs and static dims
     static: tuple[str, ...] = ()
     index_bits: int | None = None  # None: 32 where the arrays allow
+    cluster: Any = None  # CTAs per cluster: None, an int, (x, y, z) or a callable like threads
+    open: bool = False  # **params: the parameters are its Specializations' (made by a caller)
 
 
 # ------------------------------------------------------------------ specializations
@@ -82,15 +85,23 @@ class TensorSpec:
     dtype: str
     shape: tuple[int | None, ...]  # static sizes; None where given at launch
     dims: tuple[str | None, ...]  # the annotation's name of each dynamic dim
-    strides: tuple[str, ...]  # "0", "1" or "?n" per dim
+    strides: tuple[str, ...]  # "0", "1" or "?n" per dim (a number: static, where a
+    # caller makes the specialization)
     offset: bool = False  # an element offset argument (the pointer is not aligned)
     memref: bool = False  # a static memref argument rather than a pointer
+    # Pointer arguments to the array, its sizes, strides and offset shared (where a caller
+    # makes the specialization): the body gets a tuple of views, each its own buffer to
+    # tile-barriers and each promised noalias, for ops that write disjoint parts of the
+    # array (RoPE's pairs' first and second elements) with no barrier between them.
+    pointers: int = 1
 
     def __repr__(self) -> str:
         dims = ", ".join(str(s) if s is not None else (n or "?")
                          for s, n in zip(self.shape, self.dims, strict=True))
         form = "" if self.memref else f" strides({', '.join(self.strides)})"
-        return f"{self.name}: {self.dtype}[{dims}]{form}{' +offset' if self.offset else ''}"
+        copies = f" x{self.pointers}" if self.pointers > 1 else ""
+        return (f"{self.name}: {self.dtype}[{dims}]{form}{' +offset' if self.offset else ''}"
+                f"{copies}")
 
 
 @dataclass(frozen=True)
@@ -113,12 +124,14 @@ class Specialization:
     block: tuple[int, int, int]
     index_bits: int
     overlaps: tuple[tuple[str, str], ...] = ()  # arrays whose memory overlaps
+    cluster: tuple[int, int, int] | None = None  # CTAs per thread block cluster
 
     def __repr__(self) -> str:
         parts = [", ".join(map(repr, self.params))]
         if self.constexprs or self.static:
             parts.append(", ".join(f"{n}={v!r}" for n, v in (*self.constexprs, *self.static)))
-        parts.append(f"block {'x'.join(map(str, self.block))}, i{self.index_bits}")
+        cluster = f", cluster {'x'.join(map(str, self.cluster))}" if self.cluster else ""
+        parts.append(f"block {'x'.join(map(str, self.block))}{cluster}, i{self.index_bits}")
         if self.overlaps:
             parts.append("overlapping " + ", ".join(f"{a}~{b}" for a, b in self.overlaps))
         return f"<{self.kernel.rsplit('.', 1)[-1]}: {'; '.join(parts)}>"
@@ -139,9 +152,10 @@ class Specialization:
 
 
 class Role(NamedTuple):
-    """One kernel argument: an array ("array": its pointer or static memref), a dynamic
-    size, a stride given at launch (with its divisibility), an element offset, or a
-    scalar parameter. `param` is the position among Specialization.params."""
+    """One kernel argument: an array ("array": its pointer or static memref; `dim` is the
+    copy for a tensor of several pointers, -1 for the first), a dynamic size, a stride
+    given at launch (with its divisibility), an element offset, or a scalar parameter.
+    `param` is the position among Specialization.params."""
 
     kind: str
     param: int
@@ -150,17 +164,29 @@ class Role(NamedTuple):
     name: str = ""
 
 
+def sizing(params: Sequence[TensorSpec | ScalarSpec | ParamInfo]) -> frozenset[str]:
+    """The integer scalar parameters named like a Tensor parameter's dim: each gives that
+    dim's size (the arrays are checked against it), so no size argument is added for it."""
+    dims = {d for p in params if isinstance(p, TensorSpec) for d in p.dims if d} | \
+        {d for p in params if isinstance(p, ParamInfo) for d in p.tensor.dims or ()
+         if isinstance(d, str)}
+    return frozenset(p.name for p in params if not isinstance(p, TensorSpec) and
+                     p.name in dims and p.dtype and DTYPES[p.dtype].kind == "int")
+
+
 def roles(spec: Specialization) -> tuple[Role, ...]:
     """The kernel's arguments in order: per tensor its array, the sizes of its dynamic dims
-    (one per dim name, at its first use), its dynamic strides and its offset; per scalar
-    parameter its value."""
+    (one per dim name, at its first use, unless an integer scalar parameter of that name
+    gives it), its dynamic strides and its offset; per scalar parameter its value."""
     result: list[Role] = []
-    named: set[str] = set()
+    named: set[str] = set(sizing(spec.params))
     for n, p in enumerate(spec.params):
         if isinstance(p, ScalarSpec):
             result.append(Role("scalar", n, name=p.name))
             continue
         result.append(Role("array", n, name=p.name))
+        result.extend(Role("array", n, copy, name=f"{p.name}_{copy}")
+                      for copy in range(1, p.pointers))
         if p.memref:
             continue
         for dim, (size, dim_name) in enumerate(zip(p.shape, p.dims, strict=True)):
@@ -210,13 +236,14 @@ class _Binding:
         self.types: dict[str, tuple[str, str]] = {}
 
     def dim(self, name: str, size: int, where: str, dim: int) -> None:
+        """dim `dim` of an array is `name`; dim -1: a scalar argument gives `name`."""
         if name not in self.dims:
             self.dims[name] = (size, where)
             return
         known, owner = self.dims[name]
         if known != size:
-            raise ArgumentError(f"{where}: dim {dim} ({name}) is {size}, but {name} is "
-                                f"{known} from {owner}")
+            what = f"{where} is {size}" if dim < 0 else f"{where}: dim {dim} ({name}) is {size}"
+            raise ArgumentError(f"{what}, but {name} is {known} from {owner}")
 
     def dtype(self, variable: str, dtype: str, where: str) -> None:
         known, owner = self.types.setdefault(variable, (dtype, where))
@@ -293,14 +320,28 @@ def check_constexpr(value: Any, where: str) -> Any:
     return value
 
 
-def block_of(info: KernelInfo, values: Mapping[str, Any]) -> tuple[int, int, int]:
-    threads = info.threads(dict(values)) if callable(info.threads) else info.threads
-    dims = (threads,) if isinstance(threads, int) else tuple(threads)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(t, int) and t > 0 for t in dims):
-        raise ArgumentError(f"{info.name}: threads must be a positive int or (x, y, z), "
-                            f"got {threads!r}")
+def _dims3(value: Any, what: str, name: str) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(t, int) and not isinstance(t, bool)
+                                         and t > 0 for t in dims):
+        raise ArgumentError(f"{name}: {what} must be a positive int or (x, y, z), "
+                            f"got {value!r}")
     x, y, z = (*dims, 1, 1)[:3]
     return x, y, z
+
+
+def block_of(info: KernelInfo, values: Mapping[str, Any]) -> tuple[int, int, int]:
+    threads = info.threads(dict(values)) if callable(info.threads) else info.threads
+    return _dims3(threads, "threads", info.name)
+
+
+def cluster_of(info: KernelInfo, values: Mapping[str, Any]) -> tuple[int, int, int] | None:
+    """The CTAs per cluster of a kernel with `cluster=` (None: no clusters, or 1 CTA)."""
+    cluster = info.cluster(dict(values)) if callable(info.cluster) else info.cluster
+    if cluster is None:
+        return None
+    dims = _dims3(cluster, "cluster", info.name)
+    return None if dims == (1, 1, 1) else dims
 
 
 def index_bits(arrays: Sequence[Described]) -> int:
@@ -356,6 +397,7 @@ def specialize(info: KernelInfo, values: Sequence[Any]) -> Bound:
     scalars: dict[int, Any] = {}
     constexprs: list[tuple[str, Any]] = []
     position = 0
+    sizes = sizing(info.params)
     for p, value in zip(info.params, values, strict=True):
         where = f"argument '{p.name}'"
         if p.kind == "constexpr":
@@ -364,6 +406,8 @@ def specialize(info: KernelInfo, values: Sequence[Any]) -> Bound:
         if p.kind == "scalar":
             check_scalar(p, value, where)
             scalars[position] = value
+            if p.name in sizes:
+                binding.dim(p.name, int(value), where, -1)
         else:
             found = describe(value, where)
             if found is None:
@@ -376,10 +420,11 @@ def specialize(info: KernelInfo, values: Sequence[Any]) -> Bound:
     params = tuple(tensor_spec(p, arrays[n], static) if p.kind == "tensor"
                    else ScalarSpec(p.name, p.dtype) for n, p in enumerate(tensors))
     bits = info.index_bits or index_bits(list(arrays.values()))
+    known = {**dict(constexprs), **static}
     spec = Specialization(
         info.qualname, params, tuple(constexprs), tuple(static.items()),
-        block_of(info, {**dict(constexprs), **static}), bits,
-        overlaps([(tensors[n].name, d) for n, d in arrays.items()]))
+        block_of(info, known), bits,
+        overlaps([(tensors[n].name, d) for n, d in arrays.items()]), cluster_of(info, known))
     return Bound(spec, arrays, scalars, {name: size for name, (size, _) in binding.dims.items()})
 
 

@@ -224,6 +224,15 @@ class Index:
     def __ge__(self, other: IndexLike) -> Bool:
         return self._cmp("sge", other)
 
+    def ult(self, other: IndexLike) -> Bool:
+        """Unsigned less-than (a negative index compares as huge: one compare tests
+        0 <= self < other)."""
+        return self._cmp("ult", other)
+
+    def ule(self, other: IndexLike) -> Bool:
+        """Unsigned less-or-equal."""
+        return self._cmp("ule", other)
+
     def __eq__(self, other: object) -> Bool:  # type: ignore[override]
         return self._cmp("eq", _index_like(other))
 

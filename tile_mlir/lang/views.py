@@ -50,15 +50,14 @@ def _layout(strides: Sequence[int], offset: int) -> ir.Attribute:
     return ir.StridedLayoutAttr.get(offset, list(strides))
 
 
-def _canonical(sizes: Sequence[IndexLike], strides: Sequence[int], offset: int
-               ) -> ir.Attribute | None:
-    """The layout reshapes infer: none (the identity) for row-major strides at offset 0."""
-    expected = 1
-    row_major = True
-    for size, stride in zip(reversed(sizes), reversed(strides), strict=True):
-        row_major &= stride == expected
-        expected = _times(expected, size if isinstance(size, int) else STRIDE)
-    return None if row_major and offset == 0 else _layout(strides, offset)
+def _inferred(source: ir.MemRefType, strides: Sequence[int], offset: int
+              ) -> ir.Attribute | None:
+    """The layout a reshape of `source` has, as MLIR infers it: the identity (none) when
+    the source's map is the identity (a 1-d unit stride at offset 0 is), else the strided
+    layout, row-major strides included."""
+    if source.affine_map == ir.AffineMap.get_identity(source.rank):
+        return None
+    return _layout(strides, offset)
 
 
 # ------------------------------------------------------------------ parameters
@@ -319,7 +318,7 @@ def _collapse(t: Tensor, groups: list[list[int]]) -> Tensor:
         sizes.append(product if len(group) > 1 else t.sizes[group[0]])
         result_strides.append(strides[inner[-1]])
     result = ir.MemRefType.get([_static(s) for s in sizes], type_.element_type,
-                               _canonical(sizes, result_strides, offset), type_.memory_space)
+                               _inferred(type_, result_strides, offset), type_.memory_space)
     with at():
         view = memref.CollapseShapeOp(result, t.value, _reassociation(groups)).result
     return Tensor(view, tuple(sizes), t.dtype, t.space, root=t.root)
@@ -344,7 +343,7 @@ def _expand(t: Tensor, groups: list[list[int]], target: list[IndexLike]) -> Tens
             inner = _times(inner, _static(target[d]))
         result_strides.extend(reversed(group_strides))
     result = ir.MemRefType.get([_static(s) for s in target], type_.element_type,
-                               _canonical(target, result_strides, offset), type_.memory_space)
+                               _inferred(type_, result_strides, offset), type_.memory_space)
     with at():
         dynamic, static = _split(target)
         view = memref.ExpandShapeOp(result, t.value, _reassociation(groups), dynamic,

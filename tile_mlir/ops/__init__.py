@@ -13,6 +13,8 @@ every op made of tile programs compiled through the tile passes (and cached).
     tops = ops.torch_ops()                     # the same as torch custom ops, for
     f = torch.compile(lambda x: tops.exp(x), fullgraph=True)  # torch.compile
     q, k = ops.rope_neox(query, key, positions)  # RoPE (ops/rope.py)
+    p = ops.softmax(x, dim=-1)                 # fused row ops (ops/rows.py)
+    h = ops.rms_norm(x, (4096,), weight, eps=1e-6)
     f = ops.fuse(lambda x, b: ops.mul(ops.gelu(ops.add(x, b)), 0.5))  # one kernel
     y = f(x, bias)                             # (ops/fuse.py); f.torch_op for torch.compile
 
@@ -52,6 +54,7 @@ from tile_mlir.ops.rope import (
     rope_non_neox,
     rope_yarn,
 )
+from tile_mlir.ops.rows import fused_add_rms_norm, layer_norm, log_softmax, rms_norm, softmax
 
 if TYPE_CHECKING:
     from tile_mlir.ops.torch_library import TorchOps
@@ -65,11 +68,20 @@ REDUCTIONS: tuple[op_table.Composite, ...] = tuple(
                           ("mean", "the mean over dim")))
 """The reductions, listed beside the registry's ops (tile.reduce kernels, no row)."""
 
+ROW_OPS: tuple[op_table.Composite, ...] = tuple(
+    op_table.Composite(name, "rows", ("f32", "f16", "bf16"), (), summary)
+    for name, summary in (("softmax", "softmax along dim, in one read and one write"),
+                          ("log_softmax", "log_softmax along dim"),
+                          ("rms_norm", "RMSNorm over the normalized dims"),
+                          ("layer_norm", "layer norm over the normalized dims"),
+                          ("fused_add_rms_norm", "vLLM's residual add + RMSNorm, in place")))
+"""The fused row ops (ops/rows.py: tile programs of tile_mlir.lang)."""
+
 
 def list_ops() -> list[op_table.EwOp | op_table.Composite]:
     """Every public op of the library, family by family: the registry's elementwise
-    ops and composites, then the reductions."""
-    return [*op_table.library_ops(), *REDUCTIONS]
+    ops and composites, then the reductions and the fused row ops."""
+    return [*op_table.library_ops(), *REDUCTIONS, *ROW_OPS]
 
 
 def torch_ops() -> TorchOps:
@@ -82,6 +94,7 @@ def torch_ops() -> TorchOps:
 
 
 __all__ = [*_functions, *_activations, "FuseError", "alibi", "amax",  # noqa: PLE0604
-           "amin", "dropout", "fuse", "get_rng_state", "list_ops", "manual_seed", "mean", "prod",
+           "amin", "dropout", "fuse", "fused_add_rms_norm", "get_rng_state", "layer_norm",
+           "list_ops", "log_softmax", "manual_seed", "mean", "prod", "rms_norm",
            "rope_cache", "rope_llama31", "rope_longrope", "rope_neox", "rope_non_neox",
-           "rope_yarn", "set_rng_state", "sinusoidal", "sum", "torch_ops"]
+           "rope_yarn", "set_rng_state", "sinusoidal", "softmax", "sum", "torch_ops"]

@@ -1,7 +1,8 @@
 """python -m tile_mlir.ops --list | --markdown: the operator library's ops.
 
 --list prints every public op, one a line (the registry's elementwise ops and
-composites, then the reductions); --markdown prints the reference of docs/ops.md
+composites, then the reductions and the fused row ops); --explain OP:MxN:DTYPE says how
+a fused row op runs rows of that shape; --markdown prints the reference of docs/ops.md
 (each op's signature in torch's terms and its summary, from the functions'
 docstrings), which a null-tier test keeps identical to the document.
 """
@@ -23,7 +24,8 @@ END = "<!-- end of the generated reference -->"
 def _line(op: op_table.EwOp | op_table.Composite) -> str:
     dtypes = ",".join(DTYPES[d].numpy for d in op.dtypes)
     if isinstance(op, op_table.Composite):
-        rows = f"rows={','.join(op.rows)}" if op.rows else "reduce"
+        rows = f"rows={','.join(op.rows)}" if op.rows else \
+            "reduce" if op.family == "reduction" else "fused"
         return f"{op.name:<17} composite family={op.family:<13} dtypes={dtypes} {rows}"
     return f"{op.name:<17} arity={op.arity} family={op.family:<13} dtypes={dtypes} " \
            f"result={op.out}{' exact' if op.exact else ''}"
@@ -74,9 +76,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --list: the compiler's primitive and internal rows too")
     parser.add_argument("--markdown", action="store_true",
                         help="print the ops' reference (docs/ops.md's generated part)")
+    parser.add_argument("--explain", metavar="OP:MxN:DTYPE",
+                        help="how a fused row op runs M rows of N (softmax:1024x65536:bf16): "
+                             "the planner's strategy and why")
     args = parser.parse_args(argv)
     if args.markdown:
         return _print(reference())
+    if args.explain:
+        return _explain(parser, args.explain)
     if not args.list:
         parser.print_help()
         return 0
@@ -86,6 +93,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.all:
         listed += [row for row in op_table.ELEMENTWISE.values() if not row.public]
     return _print("\n".join(_line(op) for op in listed) + "\n")
+
+
+def _explain(parser: argparse.ArgumentParser, text: str) -> int:
+    from tile_mlir.ops import rows
+
+    try:
+        op, shape, dtype = text.split(":")
+        dims = tuple(int(d) for d in shape.split("x"))
+    except ValueError:
+        parser.error(f"--explain takes OP:MxN:DTYPE (softmax:1024x65536:bf16), got {text!r}")
+    try:
+        return _print(rows.explain(op, dims, dtype) + "\n")
+    except ValueError as e:
+        parser.error(str(e))
 
 
 def _print(text: str) -> int:

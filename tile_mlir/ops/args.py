@@ -286,8 +286,11 @@ def overlaps(a: Array, b: Array) -> bool:
     """Whether two arrays provably share a byte, as torch proves it: both dense and their
     ranges meeting. (Views with gaps that interleave, such as the query and key of a
     packed qkv, may lie in one range without sharing a byte: torch lets them be, and
-    so does the library.)"""
+    so does the library.) A buffer the plan allocates has no address yet (pointer 0): it
+    overlaps only views of itself (the same root)."""
     if a.device != b.device or not dense(a) or not dense(b):
+        return False
+    if 0 in (a.pointer, b.pointer) and a.root and b.root and a.root != b.root:
         return False
     a_low, a_high = span(a)
     b_low, b_high = span(b)

@@ -29,6 +29,10 @@ result's meta follows from the arguments); an op is one line of `OPS`: its name
 (the function of tile_mlir.ops it calls) and its form, with any parameters of
 its own.
 
+An op that writes arrays in place (fused_add_rms_norm: its input and residual) says so
+in its form (`mutates`, each such parameter's alias set: `Tensor(a!) input`) and returns
+nothing; torch.compile functionalizes it.
+
 A fused function (ops.fuse) becomes custom ops the same way, on demand
 (`tops.fuse(fn)`, `ops.fuse(fn).torch_op`): its positional parameters are operands
 (`Tensor|Scalar`, an op per choice), its static ones typed by their defaults; the fake
@@ -85,6 +89,8 @@ class Param:
     default: Any = REQUIRED
     keyword: bool = False  # keyword-only in the library's signature
     promotes: bool = True  # an operand that takes part in type promotion
+    by_name: bool = False  # an array the library function takes by name (after others)
+    alias: str = ""  # a tensor the op writes in place: its alias set in the schema (a!)
 
     @property
     def variable(self) -> bool:
@@ -97,7 +103,7 @@ class Param:
 
     @property
     def by_position(self) -> bool:
-        return self.operand and not self.keyword
+        return self.operand and not self.keyword and not self.by_name
 
     def schema(self, choice: str) -> str:
         """`type name[=default]` in the schema, for a variant's choice ("t" or "s")."""
@@ -106,6 +112,8 @@ class Param:
             kind = tensor if choice == "t" else scalar
         else:
             kind = "Tensor" if self.type == "Device" else self.type
+        if self.alias:
+            kind = f"{kind}({self.alias}!)"
         text = f"{kind} {self.name}"
         return text if self.default is REQUIRED else f"{text}={_schema_default(self.default)}"
 
@@ -138,6 +146,7 @@ class Form:
     selector: Param | None = None
     selected_returns: str = ""
     may_alias: bool = False  # the library may hand an input back: copy it (custom ops may not)
+    mutates: tuple[str, ...] = ()  # the parameters written in place (their Param.alias)
 
 
 @dataclass(frozen=True)
@@ -292,6 +301,19 @@ def reduction_fake(entry: Entry, args: dict[str, Any]) -> Any:
     return torch.empty(shape, dtype=dtype, device=x.device)
 
 
+def rows_fake(entry: Entry, args: dict[str, Any]) -> Any:
+    """A fused row op's result: the input's shape, its dtype (or `dtype`)."""
+    torch = _torch()
+    x = args["input"]
+    dtype = args.get("dtype") or x.dtype
+    return torch.empty(x.shape, dtype=dtype, device=x.device)
+
+
+def in_place_fake(entry: Entry, args: dict[str, Any]) -> Any:
+    """An op that writes its arguments in place and returns nothing."""
+    return None
+
+
 # ------------------------------------------------------------------ forms
 
 INPUT = Param("input", "Tensor")
@@ -331,6 +353,19 @@ GENERATIVE_SINUSOIDAL = Form("generative", (Param("positions", "int"), Param("di
                                             Param("dtype", "ScalarType"),
                                             Param("device", "Device"),
                                             Param("base", "float", 10000.0)), generative_fake)
+
+SOFTMAX = Form("softmax", (INPUT, Param("dim", "int", -1),
+                           Param("dtype", "ScalarType?", None, keyword=True)), rows_fake)
+_SHAPE = Param("normalized_shape", "int[]")
+_WEIGHT = Param("weight", "Tensor?", None, by_name=True)
+RMS_NORM = Form("rms_norm", (INPUT, _SHAPE, _WEIGHT, Param("eps", "float?", None)), rows_fake)
+LAYER_NORM = Form("layer_norm", (INPUT, _SHAPE, _WEIGHT,
+                                 Param("bias", "Tensor?", None, by_name=True),
+                                 Param("eps", "float", 1e-5)), rows_fake)
+FUSED_ADD_RMS_NORM = Form("fused_add", (Param("input", "Tensor", alias="a"),
+                                        Param("residual", "Tensor", alias="b"),
+                                        Param("weight", "Tensor"), Param("eps", "float")),
+                          in_place_fake, returns="()", mutates=("input", "residual"))
 
 ALPHA = Param("alpha", "Scalar", 1, keyword=True)
 
@@ -437,8 +472,15 @@ OPS: tuple[Entry, ...] = (
     Entry("amin", REDUCTION),
     Entry("prod", REDUCTION),
     Entry("mean", REDUCTION),
+    # fused row ops
+    Entry("softmax", SOFTMAX),
+    Entry("log_softmax", SOFTMAX),
+    Entry("rms_norm", RMS_NORM),
+    Entry("layer_norm", LAYER_NORM),
+    Entry("fused_add_rms_norm", FUSED_ADD_RMS_NORM),
 )
-"""The library's ops, seed 004's families in order, then the reductions."""
+"""The library's ops, seed 004's families in order, then the reductions and the fused
+row ops."""
 
 
 # ------------------------------------------------------------ registration
@@ -550,8 +592,8 @@ def _define(namespace: str, entry: Entry, variant: Variant, fn: Callable[..., An
 
     real.__name__ = fake.__name__ = variant.name
     real.__doc__ = fn.__doc__
-    op = torch.library.custom_op(f"{namespace}::{variant.name}", real, mutates_args=(),
-                                 schema=variant.schema(returns))
+    op = torch.library.custom_op(f"{namespace}::{variant.name}", real,
+                                 mutates_args=form.mutates, schema=variant.schema(returns))
     op.register_fake(fake)
     return getattr(getattr(torch.ops, namespace), variant.name).default
 

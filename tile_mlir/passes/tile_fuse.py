@@ -8,13 +8,17 @@ same kinds) reads and that nothing else touches:
   other buffers: observable;
 - its only uses are the producer's dst and the consumer's inputs (no other
   reader or writer, before, between or after, in any block);
+- the producer is no copy with `padding` (the fused op would apply on the source's
+  overlap only, leaving the padded elements unwritten);
 - both ops are in one block at the same scope, force no different lowering
   variant or options, no op between them writes what the producer reads (the
   fused op reads it at the consumer's place), and the consumer's dst is what
   the producer reads (in place) or cannot overlap it (kernel arguments overlap
   unless one is llvm.noalias);
 - the fused op has a lowering variant (its operands' memories mix as one op's
-  may) and fits the dialect's operand slots (op_table/fusion.py).
+  may), walks the consumer's elements (a register temporary that set the walk may not
+  leave only broadcast register operands behind) and fits the dialect's operand
+  slots (op_table/fusion.py).
 Each fusion replaces the pair by one `tile.elementwise {op = "fused"}` at the
 consumer, writing the consumer's dst, with the union of both ops' inputs (an
 input both read is read once) and the producer's steps before the consumer's,
@@ -245,6 +249,9 @@ def refusal(producer: ir.OpView, consumer: ir.OpView, temporary: ir.Value,
         return f"its producer is a {producer.operation.name}, which does not fuse"
     if producer.operation.name == consumer.operation.name == "tile.copy":
         return "both are copies: nothing to compute"
+    if "padding" in producer.operation.attributes:
+        return ("the producer pads its dst past its source's end, which a fused op (applied "
+                "on the overlap) would leave unwritten")
     scopes = [ir.StringAttr(op.operation.attributes["scope"]).value
               for op in (producer, consumer)]
     if scopes[0] != scopes[1]:
@@ -271,7 +278,14 @@ def _build(producer: ir.OpView, consumer: ir.OpView, temporary: ir.Value
     for name, attr in attrs.items():
         op.operation.attributes[name] = attr
     forced = attrs.get("variant")
-    decision = lowering.decide(describe(op), ir.StringAttr(forced).value if forced else None)
+    info = describe(op)
+    walked = describe(consumer).over
+    if info.over != walked:  # the temporary was the register tile that set the walk
+        op.operation.erase()
+        return None, (f"the fused op would walk {'x'.join(map(str, info.over))} elements, "
+                      f"the consumer walks {'x'.join(map(str, walked))} (its register "
+                      "operands would be broadcasts only)")
+    decision = lowering.decide(info, ir.StringAttr(forced).value if forced else None)
     if decision.chosen is None:
         op.operation.erase()
         return None, f"no lowering variant takes the fused op:\n{decision.explain()}"

@@ -2,10 +2,11 @@
 
 IRDL has already checked structure (operand kinds, required attributes);
 this pass checks meaning: known attribute names and values, a scope the
-enclosing kernel can run, op names and arities from the op registry, shapes
-(elementwise inputs equal to the tile or broadcast from 1, memory operands
-beside a register tile possibly ending before it; copies of one rank, the
-overlap copied, padding only into a static dst at least as large as src),
+enclosing kernel can run (a cluster: a kernel with nvvm.cluster_dim, whole warps,
+no shared operands, a fixed grid of whole clusters), op names and arities from the
+op registry, shapes (elementwise inputs equal to the tile or broadcast from 1,
+memory operands beside a register tile possibly ending before it; copies of one
+rank, the overlap copied, padding only into a static dst at least as large as src),
 element types the op accepts, reductions' axes, and allocations' layouts. A
 fused elementwise op (op = "fused") has each step of its `expr` checked as its
 unfused op would be (op_table/fusion.py). Every broken rule is one error at the
@@ -24,14 +25,16 @@ from dataclasses import dataclass
 from mlir import ir
 
 from tile_mlir import lowering, op_table
-from tile_mlir.contract import SCOPE_THREADS
+from tile_mlir.contract import SCOPE_THREADS, WARP
 from tile_mlir.dialects import tile
 from tile_mlir.dtypes import DTYPES, KIND_ORDER, promote_types
 from tile_mlir.layout import LayoutError
 from tile_mlir.lowering.support.analysis import (
+    CLUSTER_DIM,
     DYNAMIC,
     Operand,
     OpInfo,
+    cluster_dim,
     describe,
     describe_operand,
     enclosing,
@@ -114,8 +117,13 @@ def check_scope(info: OpInfo) -> list[str]:
             "of the op undone)" if scope == "warp" else ""
         return [f"at scope '{scope}' needs the kernel's thread count: give the enclosing "
                 f"gpu.func known_block_size = array<i32: x, y, z>{why}"]
-    width = SCOPE_THREADS.get(scope)
     threads = math.prod(info.block)
+    if scope == "cluster":
+        if threads % WARP:
+            return [f"at scope 'cluster' needs whole warps, but the block has {threads} "
+                    f"threads: its last warp would have {threads % WARP} of {WARP} threads"]
+        return check_cluster(info)
+    width = SCOPE_THREADS.get(scope)
     if width and threads % width:
         return [f"at scope '{scope}' needs whole {scope}s, but the block has {threads} "
                 f"threads: its last {scope} would have {threads % width} of {width} threads "
@@ -123,8 +131,40 @@ def check_scope(info: OpInfo) -> list[str]:
     return []
 
 
+MAX_CLUSTER = 8
+"""CTAs of the largest portable cluster (larger ones need a launch attribute)."""
+
+
+def check_cluster(info: OpInfo) -> list[str]:
+    """A cluster-scope op: its kernel runs in clusters (nvvm.cluster_dim) of at most
+    MAX_CLUSTER CTAs, on a grid (where the kernel fixes one) of whole clusters, and its
+    operands are in global memory or registers (each CTA has shared memory of its own)."""
+    kernel = info.kernel
+    assert kernel is not None
+    if info.cluster is None:
+        return [f"at scope 'cluster' needs the kernel's cluster: give the enclosing gpu.func "
+                f"{CLUSTER_DIM} = array<i32: x, y, z>"]
+    if info.cluster_ctas and info.cluster_ctas > MAX_CLUSTER:
+        return [f"runs in clusters of {info.cluster_ctas} CTAs ({CLUSTER_DIM}); at most "
+                f"{MAX_CLUSTER} are portable"]
+    errors = []
+    grid = kernel.operation.attributes.get("known_grid_size")
+    if grid is not None:
+        sizes = [*ir.DenseI32ArrayAttr(grid), 1, 1][:3]
+        if any(g % c for g, c in zip(sizes, info.cluster, strict=True)):
+            errors.append(f"runs on a grid of {tuple(sizes)} CTAs, which is not whole "
+                          f"clusters of {info.cluster}")
+    for operand in info.memrefs:
+        if operand.space == "shared":
+            errors.append(f"operand {operand.index} is in shared memory, which each CTA of "
+                          "a cluster has its own of: at scope 'cluster' operands are in "
+                          "global memory or registers")
+    return errors
+
+
 _SCOPE_AXES = {"thread": (), "warp": ("laneid", "tid"), "warpgroup": ("laneid", "warpid", "tid"),
-               "cta": ("laneid", "warpid", "wgid", "tid")}
+               "cta": ("laneid", "warpid", "wgid", "tid"),
+               "cluster": ("laneid", "warpid", "wgid", "tid")}
 
 
 def check_registers(info: OpInfo) -> list[str]:
@@ -436,9 +476,13 @@ def check_alloc(op: ir.OpView) -> list[str]:
         return [f"has layout of shape {_shape(layout.shape)} for a {_shape(shape)} buffer"]
     if space == "shared" and layout.is_distributed:
         return [f"puts a thread-distributed layout ({layout}) on shared memory"]
-    block = known_block_size(enclosing(op, "gpu.func"))
-    if block and layout.thread_count > math.prod(block):
-        return [f"layout spans {layout.thread_count} threads, the block has {math.prod(block)}"]
+    kernel = enclosing(op, "gpu.func")
+    block = known_block_size(kernel)
+    cluster = cluster_dim(kernel)
+    most = math.prod(block) * (math.prod(cluster) if cluster else 1) if block else 0
+    if block and layout.thread_count > most:
+        where = f"the cluster has {most}" if cluster else f"the block has {most}"
+        return [f"layout spans {layout.thread_count} threads, {where}"]
     users = sorted({use.owner.operation.name for use in op.buffer.uses} - set(tile.OP_NAMES))
     if users and space == "local":
         return [f"is used by {', '.join(users)}: only tile ops understand a register layout"]

@@ -14,6 +14,20 @@ every holder's registers (dst's layout replicates over the reduced thread axes)
 or, for a memory dst, is written by one thread per output. A second barrier
 after the reads frees the scratch for the op's next run, only where it can run
 again (a loop) with no other barrier between (reused_without_barrier).
+
+At cluster scope, reduced axes spread over the cluster's CTAs (CTA fields) take
+one more step: each CTA's partial (its lanes and warps folded as above) goes into
+a shared scratch of its own, written by one thread per kept coordinate; after a
+cluster barrier (barrier.cluster.arrive/wait: release and acquire across the
+cluster) every thread reads the partial of every CTA it folds with from that
+CTA's shared memory (mapa.shared::cluster, ld.shared::cluster) and folds them in
+rank order, so every thread of the cluster holds the same bits. A second cluster
+barrier follows the reads: a CTA's shared memory must outlive its readers (no CTA
+may exit, or reuse the scratch, before the others have read it), unless a later op
+of the block has a cluster barrier of its own (another such reduction: softmax's
+sum after its max), which does the same. The CTA step's scratch needs no second
+barrier: the first cluster barrier already stands between its reads and any later
+write.
 """
 
 from __future__ import annotations
@@ -23,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, memref, nvvm, scf
+from mlir.dialects import arith, llvm, memref, nvvm, scf
 
 from tile_mlir.contract import WARP
 from tile_mlir.dialects.tile import SCOPES
@@ -35,7 +49,13 @@ from tile_mlir.lowering.support import sync, tails
 from tile_mlir.lowering.support.access import Access, linearize
 from tile_mlir.lowering.support.analysis import OpInfo, describe
 from tile_mlir.lowering.support.compute import convert, load, row_major
-from tile_mlir.lowering.support.emit import const, const_index, linear_thread_id, scope_thread_index
+from tile_mlir.lowering.support.emit import (
+    const,
+    const_index,
+    cta_rank,
+    linear_thread_id,
+    scope_thread_index,
+)
 
 
 def _register_dims(layout: TileLayout, dims: tuple[int, ...]) -> list[int]:
@@ -69,16 +89,23 @@ class _Local:
         return self.src.layout
 
 
+def cluster_block(info: OpInfo) -> int:
+    """Threads per CTA where the op's scope is a cluster (thread_plan's `block`), else 0."""
+    return info.block_threads or 0 if info.scope == "cluster" else 0
+
+
 def reduce(info: OpInfo, red: Reduction, src: Access, dst: Access) -> None:
     """Lower the register reduction at the insertion point."""
     assert src.layout is not None
     threads = info.scope_threads
     assert threads is not None
-    plan, why = thread_plan(src.layout, red.axes, threads)
+    plan, why = thread_plan(src.layout, red.axes, threads, cluster_block(info))
     assert plan is not None, why
     tid = scope_thread_index(info.scope, info.block)
     op = _Local(info, red, src, dst, plan, tid, warp_mask(tid, threads))
-    if plan.warps:
+    if plan.ctas:
+        _across_ctas(op)
+    elif plan.warps:
         _across_warps(op)
     else:
         _store_all(op, lambda coords, _: _partial(op, coords))
@@ -171,14 +198,42 @@ def _across_warps(op: _Local) -> None:
     """Partials through the shared scratch: write, one barrier, every thread reads and
     folds its warps' partials (a second barrier only where the op may run again)."""
     info = op.info
+    again = reused_without_barrier(info.op.operation, info.scope)  # before ours stands
+    _store_all(op, _cta_partial(op))
+    if again:
+        sync.barrier(info.scope, info.block)
+
+
+def _slots(op: _Local) -> int:
+    """Kept register coordinates of a thread: one scratch row each."""
+    return math.prod(op.layout.shape[a] for a in _register_dims(op.layout, op.red.kept))
+
+
+def _cta_tid(op: _Local) -> ir.Value:
+    """The thread's index in its CTA (the scratch is the CTA's)."""
+    block = op.info.block
+    assert block is not None
+    return op.tid if op.info.scope == "cta" else linear_thread_id(block)
+
+
+Partial = Callable[[dict[int, ir.Value], ir.Value], ir.Value]
+"""A thread's partial at a kept coordinate (coords, slot)."""
+
+
+def _cta_partial(op: _Local) -> Partial:
+    """The CTA's partial at each kept coordinate: the lanes butterflied and, with warp
+    fields, every thread's value left in the shared scratch (here, then one barrier of
+    the CTA or warpgroup) for the returned function to read and fold."""
+    if not op.plan.warps:
+        return lambda coords, _: _partial(op, coords)
+    info = op.info
     block = info.block
     assert block is not None
-    again = reused_without_barrier(info.op.operation, info.scope)  # before ours stands
     cta_threads = math.prod(block)
-    slots = math.prod(op.layout.shape[a] for a in _register_dims(op.layout, op.red.kept))
-    partials = scratch(info, op.red, slots * cta_threads, per_instance=False)
-    # the scratch is the CTA's: a warpgroup-scope op indexes by the thread in the CTA
-    cta_tid = op.tid if info.scope == "cta" else linear_thread_id(block)
+    partials = scratch(info, op.red, _slots(op) * cta_threads, per_instance=False)
+    # the scratch is the CTA's: an op of a narrower or wider scope indexes by the thread
+    # in the CTA
+    cta_tid = _cta_tid(op)
     scope_base = arith.subi(cta_tid, op.tid) if info.scope != "cta" else None
 
     def at(slot: ir.Value, thread: ir.Value) -> ir.Value:
@@ -187,25 +242,122 @@ def _across_warps(op: _Local) -> None:
 
     _kept_loops(op, lambda coords, slot: memref.store(_partial(op, coords), partials,
                                                       [at(slot, op.tid)]))
-    sync.barrier(info.scope, block)
+    sync.barrier("cta" if info.scope == "cluster" else info.scope, block)
     base = _base(op)
 
     def gather(coords: dict[int, ir.Value], slot: ir.Value) -> ir.Value:
         return _gather(op, lambda thread: memref.load(partials, [at(slot, thread)]), base)
 
+    return gather
+
+
+def _across_ctas(op: _Local) -> None:
+    """The cluster's CTA partials through distributed shared memory (module docstring):
+    one writer per kept coordinate and CTA, a cluster barrier, every thread folds every
+    CTA's partial in rank order, a second cluster barrier."""
+    info = op.info
+    block = info.block
+    assert block is not None
+    trailing = not _cluster_barrier_follows(info.op.operation)  # before ours stand
+    cta_threads = math.prod(block)
+    partial = _cta_partial(op)
+    shared = scratch(info, op.red, _slots(op) * cta_threads)
+    leader = _cleared(_cta_tid(op), (*op.plan.lanes, *op.plan.warps))
+    writes = arith.cmpi(arith.CmpIPredicate.eq, _cta_tid(op), leader)
+
+    def write(coords: dict[int, ir.Value], slot: ir.Value) -> None:
+        value = partial(coords, slot)  # shuffles: every lane runs them
+        index = arith.addi(arith.muli(slot, const_index(cta_threads)), leader)
+        tails.when(writes, lambda: memref.store(value, shared, [index]))
+
+    _kept_loops(op, write)
+    sync.barrier("cluster", block)
+    root = _root_rank(op, cta_threads)
+    remote = _Remote(shared, ir.Type.parse(op.red.acc.mlir))
+
+    def gather(coords: dict[int, ir.Value], slot: ir.Value) -> ir.Value:
+        index = arith.addi(arith.muli(slot, const_index(cta_threads)), leader)
+        total = None
+        for offset in op.plan.cta_offsets():
+            rank = arith.addi(root, const_index(offset // cta_threads)) if offset else root
+            value = remote.load(index, rank)
+            total = value if total is None else op.red.combine(total, value)
+        assert total is not None
+        return total
+
     _store_all(op, gather)
-    if again:
-        sync.barrier(info.scope, block)
+    if trailing:
+        sync.barrier("cluster", block)
 
 
-def _base(op: _Local) -> ir.Value:
-    """This thread's index with its reduced fields cleared: partial k is at base + k."""
-    base = op.tid
-    for field in (*op.plan.lanes, *op.plan.warps):
-        digit = arith.divui(op.tid, const_index(field.stride)) if field.stride > 1 else op.tid
+def _cluster_barrier_follows(op: ir.Operation) -> bool:
+    """Does an op after this one in its block stand for a cluster barrier (one, or a
+    reduction across the cluster's CTAs, which has one before it reads)? Then that
+    barrier keeps every CTA's scratch alive until its readers are done (no CTA passes
+    it before all have read, none exits before it) and this op needs no trailing one."""
+    after = False
+    for other in op.block.operations:
+        if other.operation == op:
+            after = True
+        elif after and _barrier_scope(other.operation) == "cluster":
+            return True
+    return False
+
+
+def _root_rank(op: _Local, cta_threads: int) -> ir.Value:
+    """The rank of the first CTA this one folds with: its CTA fields' digits cleared (0
+    where the fields span the whole cluster)."""
+    if math.prod(f.extent for f in op.plan.ctas) == op.info.cluster_ctas:
+        return const_index(0)
+    rank = cta_rank()
+    root = rank
+    for field in op.plan.ctas:
+        stride = field.stride // cta_threads
+        digit = arith.divui(rank, const_index(stride)) if stride > 1 else rank
+        digit = arith.remui(digit, const_index(field.extent))
+        root = arith.subi(root, arith.muli(digit, const_index(stride)))
+    return root
+
+
+_DYNAMIC_INDEX = -(1 << 31)
+"""llvm.getelementptr's marker of an index given as an operand."""
+
+
+class _Remote:
+    """Loads from a shared buffer of another CTA of the cluster: its address in this
+    CTA mapped to the other's (nvvm.mapa: mapa.shared::cluster), then read through the
+    cluster's shared window (ld.shared::cluster)."""
+
+    def __init__(self, buffer: ir.Value, element: ir.Type):
+        self.element = element
+        base = memref.extract_aligned_pointer_as_index(buffer)
+        address = arith.index_castui(ir.IntegerType.get_signless(64), base)
+        self.pointer = llvm.inttoptr(ir.Type.parse("!llvm.ptr<3>"), address)
+
+    def load(self, index: ir.Value, rank: ir.Value) -> ir.Value:
+        i32 = ir.IntegerType.get_signless(32)
+        offset = arith.index_cast(i32, index)
+        local = llvm.getelementptr(ir.Type.parse("!llvm.ptr<3>"), self.pointer, [offset],
+                                   [_DYNAMIC_INDEX], self.element,
+                                   llvm.GEPNoWrapFlags.none)
+        mapped = nvvm.mapa(ir.Type.parse("!llvm.ptr<7>"), local,
+                           arith.index_cast(i32, rank))
+        return llvm.load(self.element, mapped)
+
+
+def _cleared(tid: ir.Value, fields: tuple[Field, ...]) -> ir.Value:
+    """A thread index with the digits of `fields` cleared."""
+    base = tid
+    for field in fields:
+        digit = arith.divui(tid, const_index(field.stride)) if field.stride > 1 else tid
         digit = arith.remui(digit, const_index(field.extent))
         base = arith.subi(base, arith.muli(digit, const_index(field.stride)))
     return base
+
+
+def _base(op: _Local) -> ir.Value:
+    """This thread's index with its lane and warp fields cleared: partial k is at base + k."""
+    return _cleared(op.tid, (*op.plan.lanes, *op.plan.warps))
 
 
 def _gather(op: _Local, load_at: Callable[[ir.Value], ir.Value], base: ir.Value) -> ir.Value:
@@ -226,9 +378,10 @@ def _gather(op: _Local, load_at: Callable[[ir.Value], ir.Value], base: ir.Value)
 
 
 def _writer(op: _Local) -> ir.Value:
-    """The one holder of each output that writes a memory dst: reduced fields and
-    replicas at 0."""
-    first = arith.cmpi(arith.CmpIPredicate.eq, op.tid, _base(op))
+    """The one holder of each output that writes a memory dst: reduced fields (of the
+    cluster's CTAs too) and replicas at 0."""
+    first = arith.cmpi(arith.CmpIPredicate.eq, op.tid,
+                       _cleared(op.tid, (*op.plan.lanes, *op.plan.warps, *op.plan.ctas)))
     threads = op.plan.threads
     axes = induced.axis_values(op.layout, op.tid, threads)
     replica = induced.first_replica(op.layout, axes)
@@ -275,6 +428,8 @@ def _barrier_scope(other: ir.Operation) -> str | None:
         return "cta"
     if name == "nvvm.barrier":
         return "warpgroup"
+    if name == sync.CLUSTER_WAIT:
+        return "cluster"
     if name != "tile.reduce" or "variant" not in other.attributes or \
             ir.StringAttr(other.attributes["variant"]).value != "local":
         return None
@@ -282,8 +437,12 @@ def _barrier_scope(other: ir.Operation) -> str | None:
     layout, threads = info.sources[0].layout, info.scope_threads
     if layout is None or threads is None:
         return None
-    plan, _ = thread_plan(layout, Reduction.of(info).axes, threads)
-    return info.scope if plan is not None and plan.warps else None
+    plan, _ = thread_plan(layout, Reduction.of(info).axes, threads, cluster_block(info))
+    if plan is None or not (plan.warps or plan.ctas):
+        return None
+    if plan.ctas:
+        return "cluster"  # its last barrier
+    return "cta" if info.scope == "cluster" else info.scope
 
 
 def reused_without_barrier(op: ir.Operation, scope: str) -> bool:

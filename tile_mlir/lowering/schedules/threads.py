@@ -15,7 +15,11 @@ into fields:
 - an iterator that straddles the warp boundary (f < 32 < f * e, as tid over a
   whole CTA) is both: a lane field (f, 32 / f) and a warp field (32, ceil(e *
   f / 32)). Its last warp may be partial (a 48-thread CTA): lanes that do not
-  exist contribute the identity.
+  exist contribute the identity;
+- at cluster scope (T threads per CTA, the cluster's threads numbered CTA by
+  CTA), warp fields that reach past the CTA split once more at T: the part
+  within the CTA stays a warp field, the rest (f a multiple of T) is a CTA
+  field, folded across the cluster's CTAs through distributed shared memory.
 
 `thread_plan` builds the fields and checks them against the layout by
 simulation, thread by thread, with the lowering's own decoding (induced.py):
@@ -55,9 +59,11 @@ class ThreadPlan:
     """The reduced axes' thread fields, and what the lowering needs beside."""
 
     lanes: tuple[Field, ...]  # butterflied within warps
-    warps: tuple[Field, ...]  # folded through shared memory
+    warps: tuple[Field, ...]  # folded through the CTA's shared memory
     threads: int  # the scope's
     beyond: bool  # some partial a thread reads may lie past the scope's last thread
+    ctas: tuple[Field, ...] = ()  # folded across a cluster's CTAs (strides: whole CTAs)
+    block: int = 0  # threads per CTA (cluster scope), else 0
 
     @property
     def partial_warp(self) -> bool:
@@ -77,11 +83,24 @@ class ThreadPlan:
         leader = self.leader(thread)
         return leader - sum(f.digit(thread) * f.stride for f in self.warps)
 
+    def root(self, thread: int) -> int:
+        """The base with the CTA fields cleared too: the cluster's partials are at root +
+        each offset of cta_offsets() (+ offsets() within each CTA)."""
+        return self.base(thread) - sum(f.digit(thread) * f.stride for f in self.ctas)
+
     def offsets(self) -> list[int]:
         """Each partial's offset from the base, in the order every thread folds them."""
-        ranges = [range(f.extent) for f in self.warps]
-        return [sum(k * f.stride for k, f in zip(ks, self.warps, strict=True))
-                for ks in itertools.product(*ranges)]
+        return _offsets(self.warps)
+
+    def cta_offsets(self) -> list[int]:
+        """Each CTA's partial's offset from the root (in threads), in folding order."""
+        return _offsets(self.ctas)
+
+
+def _offsets(fields: tuple[Field, ...]) -> list[int]:
+    ranges = [range(f.extent) for f in fields]
+    return [sum(k * f.stride for k, f in zip(ks, fields, strict=True))
+            for ks in itertools.product(*ranges)]
 
 
 def flat_iter(it: Iter) -> Field:
@@ -117,6 +136,39 @@ def split(field: Field) -> tuple[list[Field], list[Field], str]:
     return [Field(stride, per_warp)], [Field(WARP, -(-extent // per_warp))], ""
 
 
+def split_ctas(field: Field, block: int) -> tuple[list[Field], list[Field], str]:
+    """(warp fields, CTA fields, why not) of a warp field at cluster scope, `block`
+    threads per CTA: the part within a CTA, the part across CTAs."""
+    stride, extent = field.stride, field.extent
+    if stride * extent <= block:
+        if block % (stride * extent):
+            return [], [], f"spans {extent} warps of a {block}-thread CTA unevenly"
+        return [field], [], ""
+    if stride % block == 0:
+        return [], [field], ""
+    if block % stride or (stride * extent) % block:
+        return [], [], (f"steps {stride} threads over {extent}, which does not split into "
+                        f"whole {block}-thread CTAs")
+    return [Field(stride, block // stride)], [Field(block, stride * extent // block)], ""
+
+
+def _fields(field: Field, block: int) -> tuple[list[Field], list[Field], list[Field], str]:
+    """(lane, warp, CTA fields, why not) of one reduced thread iterator; CTA fields only
+    at cluster scope (`block` threads per CTA, else 0)."""
+    lanes, warps, why = split(field)
+    if why or not block:
+        return lanes, warps, [], why
+    within: list[Field] = []
+    across: list[Field] = []
+    for warp in warps:
+        inside, outside, why = split_ctas(warp, block)
+        if why:
+            return [], [], [], why
+        within += inside
+        across += outside
+    return lanes, within, across, ""
+
+
 def axis_value(axis: str, thread: int, threads: int) -> int:
     """A thread axis's value for flat thread `thread` (as induced.axis_values builds it)."""
     if axis == "laneid":
@@ -133,18 +185,19 @@ def decode(layout: TileLayout, thread: int, threads: int) -> tuple[int, ...]:
 
 
 @cache
-def thread_plan(layout: TileLayout, axes: tuple[int, ...], threads: int
+def thread_plan(layout: TileLayout, axes: tuple[int, ...], threads: int, block: int = 0
                 ) -> tuple[ThreadPlan | None, str]:
     """The fields of the reduced axes' thread iterators, checked; (None, why) if they do
-    not fold correctly."""
+    not fold correctly. `block`: threads per CTA at cluster scope (0 otherwise)."""
     lanes: list[Field] = []
     warps: list[Field] = []
+    ctas: list[Field] = []
     padded = ""  # a lane field rounded up to a power of two, for the reason
     for a in axes:
         it = layout.shard[a]
         if it.axis is None:
             continue
-        lane, warp, why = split(flat_iter(it))
+        lane, warp, cta, why = _fields(flat_iter(it), block)
         name = f"reduced axis {a} ({it.extent}:{it.stride}@{it.axis})"
         if why:
             return None, f"{name} {why}"
@@ -155,11 +208,12 @@ def thread_plan(layout: TileLayout, axes: tuple[int, ...], threads: int
                 "last warp) may fill the rest")
         lanes += lane
         warps += warp
-    plan = ThreadPlan(tuple(lanes), tuple(warps), threads, False)
+        ctas += cta
+    plan = ThreadPlan(tuple(lanes), tuple(warps), threads, False, tuple(ctas), block)
     problem, beyond = _simulate(layout, axes, plan)
     if problem:
         return None, padded or problem
-    return ThreadPlan(plan.lanes, plan.warps, threads, beyond), ""
+    return ThreadPlan(plan.lanes, plan.warps, threads, beyond, plan.ctas, block), ""
 
 
 def _keys(layout: TileLayout, axes: tuple[int, ...], threads: int
@@ -198,12 +252,12 @@ def _simulate(layout: TileLayout, axes: tuple[int, ...], plan: ThreadPlan) -> tu
     for key, by_reduced in holders.items():
         members = list(by_reduced.values())
         t = min(members)
-        if any(plan.base(u) != plan.base(t) for u in members):
+        if any(plan.root(u) != plan.root(t) for u in members):
             return ("the reduced thread axes do not split into lane and warp fields "
                     f"(threads {t}, ... find their partials apart)"), False
         seen: list[int] = []
-        for offset in plan.offsets():
-            first = plan.base(t) + offset
+        for offset in [c + w for c in plan.cta_offsets() for w in plan.offsets()]:
+            first = plan.root(t) + offset
             beyond = beyond or first >= threads
             seen += [u for u in _group(plan, first) if u < threads]
         if sorted(seen) != sorted(members) or any(kept[u] != key for u in seen):

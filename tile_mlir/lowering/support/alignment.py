@@ -113,6 +113,8 @@ def stride_divisor(view: ir.Value, dim: int, depth: int = 0) -> int:
         return divisor(_dynamic_operand(op, 3, "static_strides", dim), depth + 1)
     if op.name == "memref.cast":
         return stride_divisor(op.operands[0], dim, depth + 1)
+    if op.name in ("memref.expand_shape", "memref.collapse_shape"):
+        return _reshaped_stride_divisor(op, dim, depth)
     if op.name == "memref.subview":
         source = op.operands[0]
         source_rank = ir.MemRefType(source.type).rank
@@ -122,6 +124,26 @@ def stride_divisor(view: ir.Value, dim: int, depth: int = 0) -> int:
         step_divisor = divisor(_dynamic_operand(op, 3, "static_strides", source_dim),
                                depth + 1) if step == _DYNAMIC else abs(step)
         return min(stride_divisor(source, source_dim, depth + 1) * step_divisor, _UNBOUNDED)
+    return 1
+
+
+def _reshaped_stride_divisor(op: ir.Operation, dim: int, depth: int) -> int:
+    """A reshape's dim `dim` steps by a source dim's stride (collapse: the group's
+    innermost; expand: its group's source dim) times the static sizes of the expanded
+    dims inside it."""
+    groups = [[int(ir.IntegerAttr(d).value) for d in ir.ArrayAttr(group)]
+              for group in ir.ArrayAttr(op.attributes["reassociation"])]
+    source = op.operands[0]
+    if op.name == "memref.collapse_shape":
+        return stride_divisor(source, groups[dim][-1], depth + 1)
+    shape = ir.MemRefType(op.result.type).shape
+    for source_dim, group in enumerate(groups):
+        if dim in group:
+            inner = group[group.index(dim) + 1:]
+            if any(shape[d] == ir.ShapedType.get_dynamic_size() for d in inner):
+                return 1
+            return min(stride_divisor(source, source_dim, depth + 1) *
+                       math.prod(shape[d] for d in inner), _UNBOUNDED)
     return 1
 
 

@@ -1,8 +1,9 @@
 """What the verifier, the dispatcher and the variants need to know about a tile op.
 
 `describe(op)` decodes a tile op once into an `OpInfo`: its scope and the
-thread count of that scope, the enclosing kernel's block size, and for each
-operand its memory space, shape, element type, strides and layout. Predicates
+thread count of that scope, the enclosing kernel's block size (and cluster size:
+`nvvm.cluster_dim`), and for each operand its memory space, shape, element type,
+strides and layout. Predicates
 and lowerings read this instead of re-deriving it from the IR.
 """
 
@@ -76,6 +77,7 @@ class OpInfo:
     kernel: ir.OpView | None  # the enclosing gpu.func
     block: tuple[int, int, int] | None  # known_block_size of the kernel
     operands: list[Operand] = field(default_factory=list)
+    cluster: tuple[int, int, int] | None = None  # nvvm.cluster_dim of the kernel
     buffers: Buffers | None = None  # tile.alloc storage, set by tile-lower
 
     @property
@@ -95,10 +97,19 @@ class OpInfo:
         return math.prod(self.block) if self.block else None
 
     @property
+    def cluster_ctas(self) -> int | None:
+        """CTAs of the kernel's cluster (nvvm.cluster_dim); None without one."""
+        return math.prod(self.cluster) if self.cluster else None
+
+    @property
     def scope_threads(self) -> int | None:
-        """Threads that execute the op together; None when the kernel does not say."""
+        """Threads that execute the op together; None when the kernel does not say (a
+        cluster: its CTAs' threads, so the kernel's block and cluster sizes)."""
         if self.scope in SCOPE_THREADS:
             return SCOPE_THREADS[self.scope]
+        if self.scope == "cluster":
+            ctas, threads = self.cluster_ctas, self.block_threads
+            return ctas * threads if ctas and threads else None
         return self.block_threads
 
     @property
@@ -182,6 +193,21 @@ def known_block_size(kernel: ir.OpView | None) -> tuple[int, int, int] | None:
     return x, y, z
 
 
+CLUSTER_DIM = "nvvm.cluster_dim"
+"""The gpu.func attribute (array<i32: x, y, z>) that makes a kernel run in thread block
+clusters of that many CTAs (PTX .reqnctapercluster; sm_90)."""
+
+
+def cluster_dim(kernel: ir.OpView | None) -> tuple[int, int, int] | None:
+    if kernel is None or CLUSTER_DIM not in kernel.operation.attributes:
+        return None
+    attr = kernel.operation.attributes[CLUSTER_DIM]
+    if not isinstance(attr, ir.DenseI32ArrayAttr):
+        return None
+    x, y, z, *_ = [*ir.DenseI32ArrayAttr(attr), 1, 1]
+    return x, y, z
+
+
 def memory_space(memref: ir.MemRefType) -> str:
     """global, shared or local for a memref type; 'unknown:<attr>' otherwise."""
     space = memref.memory_space
@@ -229,4 +255,5 @@ def describe(op: ir.OpView) -> OpInfo:
         kernel=kernel,
         block=known_block_size(kernel),
         operands=[describe_operand(v, i) for i, v in enumerate(op.operation.operands)],
+        cluster=cluster_dim(kernel),
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm
+from mlir.dialects import arith, gpu, llvm, nvvm
 
 from tile_mlir.contract import SCOPE_THREADS
 
@@ -75,13 +75,24 @@ def linear_thread_id(block: Sequence[int]) -> ir.Value:
     return tid
 
 
+def cta_rank() -> ir.Value:
+    """This CTA's rank in its cluster (%cluster_ctarank), as an index."""
+    rank = nvvm.read_ptx_sreg_cluster_ctarank(ir.IntegerType.get_signless(32))
+    return arith.index_castui(ir.IndexType.get(), rank)
+
+
 def scope_thread_index(scope: str, block: Sequence[int] | None) -> ir.Value:
     """This thread's index among the threads of an execution scope (tile-verify has
-    made sure the block size is known and, for warps and warpgroups, whole ones)."""
+    made sure the block size is known and, for warps and warpgroups, whole ones). A
+    cluster's threads are numbered CTA by CTA: rank * (threads per CTA) + the thread's
+    index in its CTA."""
     if scope == "thread":
         return const_index(0)
     assert block is not None, f"scope {scope} needs the kernel's block size"
     tid = linear_thread_id(block)
+    if scope == "cluster":
+        threads = block[0] * block[1] * block[2]
+        return arith.addi(arith.muli(cta_rank(), const_index(threads)), tid)
     if scope == "cta" or block[0] * block[1] * block[2] <= SCOPE_THREADS[scope]:
         return tid
     return arith.remui(tid, const_index(SCOPE_THREADS[scope]))

@@ -22,6 +22,15 @@ def scope_known(info: OpInfo) -> Verdict:
     return ACCEPT
 
 
+def within_cta(info: OpInfo) -> Verdict:
+    """Reject cluster scope: a schedule whose threads meet through one CTA's shared
+    memory and barriers (only reduce/local folds across a cluster's CTAs)."""
+    if info.scope == "cluster":
+        return reject("scope cluster: its partials would meet in one CTA's shared memory "
+                      "(register reductions, reduce/local, fold across the cluster)")
+    return ACCEPT
+
+
 def all_in(info: OpInfo, spaces: tuple[str, ...], uniform_inputs: bool = False) -> Verdict:
     """Every memref operand is in one of `spaces` (global, shared, local); with
     `uniform_inputs`, an input may also be a uniform register tile (analysis.uniform:

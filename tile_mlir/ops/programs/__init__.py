@@ -1,17 +1,18 @@
-"""The library's kernel programs: one module per kernel shape, each a function from an
-MLIR-free, hashable signature to the kernel's tile IR.
+"""The library's kernel programs: one module per kernel shape, each a tile program written
+with tile_mlir.lang (a `tl.kernel`) and the Specialization it makes of an MLIR-free,
+hashable signature of the library's.
 
 - elementwise.py: one registry row over coalesced strided views (every elementwise op,
   the activations, the gated ops, dropout and the position encodings);
 - reduction.py: row and column reductions of strided views, and the passes over their
   partials;
-- rope.py: RoPE's rotation of query and key by a cos/sin cache row per token.
+- rope.py: RoPE's rotation of query and key by a cos/sin cache row per token;
+- lang.py: LangProgram, a tl kernel and its specialization behind this protocol.
 
 The spine (plan.py, kernels.py) sees a program only through `KernelProgram`: the cache
 request (a string computed without MLIR: the kernel cache answers from it), the IR
 text when the kernel must be compiled, the kernel's name, its threads per CTA and what
-each of its arguments is. The front end (tile_mlir.lang) can replace a text writer
-with a program of its own behind the same protocol.
+each of its arguments is.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class KernelProgram(Protocol):
 
     @property
     def name(self) -> str:
-        """The kernel's symbol (in gpu.module @ops)."""
+        """The kernel's symbol."""
 
     @property
     def threads(self) -> int:
@@ -32,7 +33,7 @@ class KernelProgram(Protocol):
 
     def request(self) -> str:
         """The kernel cache's request for this kernel, computed without MLIR: a function of
-        the signature (the compiler's fingerprint covers the writers' code)."""
+        the signature (the compiler's fingerprint covers the programs' code)."""
 
     def ir(self) -> str:
         """The kernel's tile IR (text)."""

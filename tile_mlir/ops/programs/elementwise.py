@@ -1,4 +1,4 @@
-"""The elementwise kernel program: one `tile.elementwise` per CTA piece, as IR text.
+"""The elementwise kernel program: one `tile.elementwise` per CTA piece, a tile program.
 
 A kernel applies one registry row to arrays of any shape that the caller has
 coalesced (ops/coalesce.py) into a view of rank r: sizes d0..d(r-1), and per
@@ -35,10 +35,12 @@ that the row sees every element's index in the output whatever the strategy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from typing import Any, NamedTuple
 
+import tile_mlir.lang as tl
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.ops.programs.writer import DYNAMIC, Writer, memref_type, module_text
+from tile_mlir.lang.spec import ScalarSpec, Specialization, TensorSpec
+from tile_mlir.ops.programs import lang
 
 INDEX = "index"
 """An input slot that takes the piece's position (an indexed row's base), made in the
@@ -58,8 +60,8 @@ class ArraySpec:
     offset: bool = False
 
     def static_strides(self) -> list[str]:
-        """The strides as the memref type spells them."""
-        return [DYNAMIC if s.startswith(DYNAMIC) else s for s in self.strides]
+        """The strides as a memref type spells them ("?" where given at launch)."""
+        return ["?" if s.startswith("?") else s for s in self.strides]
 
 
 @dataclass(frozen=True)
@@ -107,167 +109,6 @@ class Signature:
         return (chunk,)  # flat and rows: a run of one line
 
 
-# ------------------------------------------------------------------ IR text
-
-
-class _Kernel:
-    """The text of one kernel for a Signature."""
-
-    def __init__(self, sig: Signature):
-        self.sig = sig
-        self.w = Writer(sig.index_bits)
-        self.views: list[tuple[str, ArraySpec]] = []  # each array's full view, out first
-        self.base = ""  # the piece's position, for an INDEX input
-
-    # ------------------------------------------------------------ arguments
-
-    def _pointer_arg(self, n: int, spec: ArraySpec) -> str:
-        promises = [] if self.sig.inplace else ["llvm.noalias"]
-        if n:
-            promises.append("llvm.readonly")
-        return self.w.pointer_arg(f"a{n}", spec.dtype, promises)
-
-    def _full_shape(self) -> list[str]:
-        shape = [DYNAMIC] * self.sig.rank
-        if self.sig.mode == "blocks":
-            shape[-1] = str(self.sig.width)
-        return shape
-
-    def _view(self, n: int, spec: ArraySpec, sizes: list[str]) -> str:
-        """The operand's whole strided view: a reinterpret_cast of its pointer."""
-        pointer = self._pointer_arg(n, spec)
-        strides = [self.w.int_arg(f"s{n}_{dim}", int(stride[1:]))
-                   if stride.startswith(DYNAMIC) else stride
-                   for dim, stride in enumerate(spec.strides)]
-        offset = self.w.int_arg(f"o{n}") if spec.offset else "0"
-        shape = self._full_shape()
-        size_list = [size if static == DYNAMIC else static
-                     for size, static in zip(sizes, shape, strict=True)]
-        type_ = memref_type(shape, spec.dtype, spec.static_strides(),
-                            DYNAMIC if spec.offset else "0")
-        return self.w.op(
-            f"memref.reinterpret_cast {pointer} to offset: [{offset}], "
-            f"sizes: [{', '.join(size_list)}], strides: [{', '.join(strides)}] "
-            f": {memref_type(['1'], spec.dtype, None)} to {type_}")
-
-    # ---------------------------------------------------------------- body
-
-    def build(self) -> str:
-        sig = self.sig
-        sizes = [self.w.int_arg(f"d{i}") for i in range(sig.rank)]
-        self.views.append((self._view(0, sig.out, sizes), sig.out))
-        for n, spec in enumerate(sig.inputs, start=1):
-            if isinstance(spec, ArraySpec):
-                self.views.append((self._view(n, spec, sizes), spec))
-            elif spec != INDEX:
-                self.w.scalar_arg(f"x{n}", spec)
-        self._pieces(sizes)
-        return self._text()
-
-    def _pieces(self, sizes: list[str]) -> None:
-        """This CTA's piece: which line (outer indices) and where along it."""
-        w, sig = self.w, self.sig
-        bid = w.op("gpu.block_id x")
-        piece = w.const(sig.piece()[0])
-        if sig.mode == "flat":
-            start = w.op(f"arith.muli {bid}, {piece} : index")
-            self._position(start)
-            self._branch([], start, sizes[0])
-            return
-        along = sig.rank - 1 if sig.mode == "rows" else sig.rank - 2
-        per_line = w.op(f"arith.ceildivui {sizes[along]}, {piece} : index")
-        line = w.op(f"arith.divui {bid}, {per_line} : index")
-        within = w.op(f"arith.remui {bid}, {per_line} : index")
-        start = w.op(f"arith.muli {within}, {piece} : index")
-        if INDEX in sig.inputs:
-            first = w.op(f"arith.addi {w.op(f'arith.muli {line}, {sizes[along]} : index')}, "
-                         f"{start} : index")
-            if sig.mode == "blocks":
-                first = w.op(f"arith.muli {first}, {w.const(sig.width)} : index")
-            self._position(first)
-        self._branch(self._delinearize(line, sizes[:along]), start, sizes[along])
-
-    def _position(self, first: str) -> None:
-        """The piece's first element's row-major index in the output, as the i64 base of
-        an INDEX input."""
-        if INDEX in self.sig.inputs:
-            self.base = self.w.op(f"arith.index_cast {first} : index to i64")
-
-    def _delinearize(self, index: str, sizes: list[str]) -> list[str]:
-        """Row-major indices of `index` over `sizes` (the first unbounded)."""
-        indices: list[str] = []
-        for size in reversed(sizes[1:]):
-            indices.append(self.w.op(f"arith.remui {index}, {size} : index"))
-            index = self.w.op(f"arith.divui {index}, {size} : index")
-        if sizes:
-            indices.append(index)
-        return list(reversed(indices))
-
-    def _branch(self, lead: list[str], start: str, extent: str) -> None:
-        """scf.if the piece is whole: the static-shape tile op, else the dynamic one."""
-        w = self.w
-        piece = self.sig.piece()[0]
-        end = w.op(f"arith.addi {start}, {w.const(piece)} : index")
-        whole = w.op(f"arith.cmpi ule, {end}, {extent} : index")
-        w.lines.append(f"      scf.if {whole} {{")
-        self._tile_op(lead, start, str(piece))
-        w.lines.append("      } else {")
-        self._tile_op(lead, start, w.op(f"arith.subi {extent}, {start} : index"))
-        w.lines.append("      }")
-
-    def _tile_op(self, lead: list[str], start: str, length: str) -> None:
-        """Subviews of every operand for the piece, and the tile.elementwise on them."""
-        sig = self.sig
-        static = not length.startswith("%")
-        shape = [length if static else DYNAMIC]
-        if sig.mode == "blocks":
-            shape.append(str(sig.width))
-        views = iter(self._subview(view, spec, (lead, start, length), shape)
-                     for view, spec in self.views)
-        operands = [next(views)]
-        for n, spec in enumerate(sig.inputs, start=1):
-            operands.append(next(views) if isinstance(spec, ArraySpec)
-                            else (self.base, "i64") if spec == INDEX
-                            else (f"%x{n}", DTYPES[spec].mlir))
-        count = len(sig.inputs)
-        segments = [1, min(count, 1), min(max(count - 1, 0), 1), max(count - 2, 0)]
-        options = (f"vector_bytes = {sig.strategy.vector_bytes} : i64, "
-                   f"stage = {sig.strategy.stage if static else 1} : i64")
-        names = ", ".join(name for name, _ in operands)
-        types = ", ".join(type_ for _, type_ in operands)
-        if sig.expr:
-            steps = ", ".join(f'"{step}"' for step in sig.expr)
-            options += f", expr = [{steps}]"
-        self.w.lines.append(
-            f'        "tile.elementwise"({names}) {{op = "{sig.op}", scope = "cta", {options}, '
-            f"operandSegmentSizes = array<i32: {', '.join(map(str, segments))}>}} "
-            f": ({types}) -> ()")
-
-    def _subview(self, view: str, spec: ArraySpec, where: tuple[list[str], str, str],
-                 shape: list[str]) -> tuple[str, str]:
-        """The piece of one operand at `where` (the outer indices, the start and length
-        along the piece's dim): unit sizes on the leading dims (dropped), and in blocks
-        mode the whole width."""
-        lead, start, length = where
-        rank, kept = self.sig.rank, len(shape)
-        offsets = [*lead, start] + (["0"] if kept == 2 else [])
-        sizes = ["1"] * (rank - kept) + [length] + ([shape[1]] if kept == 2 else [])
-        source = memref_type(self._full_shape(), spec.dtype, spec.static_strides(),
-                             DYNAMIC if spec.offset else "0")
-        # the piece's offset is dynamic unless only stride-0 dims move it (MLIR infers it)
-        moved = spec.strides[:len(lead) + 1]
-        offset = DYNAMIC if spec.offset or any(s != "0" for s in moved) else "0"
-        result = memref_type(shape, spec.dtype, spec.static_strides()[rank - kept:], offset)
-        name = self.w.op(
-            f"memref.subview {view}[{', '.join(offsets)}] [{', '.join(sizes)}] "
-            f"[{', '.join(['1'] * rank)}] : {source} to {result}")
-        return name, result
-
-    def _text(self) -> str:
-        return module_text(describe(self.sig), KERNEL, self.w.args, self.w.lines,
-                           threads=self.sig.strategy.threads, index_bits=self.sig.index_bits)
-
-
 def describe(sig: Signature) -> str:
     """A one-line summary of a signature (the first line of its kernel's text)."""
     def array(spec: ArraySpec) -> str:
@@ -283,32 +124,129 @@ def describe(sig: Signature) -> str:
             f"{s.vector_bytes} B, stage {s.stage}")
 
 
-def kernel_text(sig: Signature) -> str:
-    """The tile IR of the kernel for a signature."""
-    return _Kernel(sig).build()
+# ------------------------------------------------------------------ the tile program
 
 
-@dataclass(frozen=True)
-class ElementwiseProgram:
+@tl.kernel(name=KERNEL)
+def elementwise(*, OP: tl.constexpr, EXPR: tl.constexpr, MODE: tl.constexpr,
+                PIECE: tl.constexpr, OPTIONS: tl.constexpr, INPUTS: tl.constexpr,
+                **operands: Any) -> None:
+    """One registry row over a coalesced view, a piece per CTA. `operands`: the view's
+    sizes d0.. (integers; in blocks mode the width W is compiled in and its size
+    argument goes unused, so every mode takes the same arguments), `out`, and the inputs
+    INPUTS names in order (tensors and scalars; INDEX stands for the position of the
+    piece's first element, made here). OPTIONS: the tile op's (vector_bytes, stage). EXPR: a
+    fused op's steps (OP "fused"), else empty."""
+    out = operands["out"]
+    bid = tl.block_id()
+    if MODE == "flat":
+        start = bid * PIECE[0]
+        inputs = _inputs(operands, INPUTS, start)
+        _branch(_Op(OP, EXPR, OPTIONS, PIECE, out, inputs), [], start, out.shape[0])
+        return
+    along = out.rank - 1 if MODE == "rows" else out.rank - 2
+    extent = out.shape[along]
+    per_line = tl.cdiv(extent, PIECE[0])
+    line = bid // per_line
+    start = (bid % per_line) * PIECE[0]
+    first = None
+    if INDEX in INPUTS:  # the piece's first element: line * extent + start (rows of W)
+        first = line * extent + start
+        first = first * PIECE[1] if MODE == "blocks" else first
+    inputs = _inputs(operands, INPUTS, first)
+    lead = _delinearize(line, list(out.shape[:along]))
+    _branch(_Op(OP, EXPR, OPTIONS, PIECE, out, inputs), lead, start, extent)
+
+
+class _Op(NamedTuple):
+    """The tile op a piece runs, short of where."""
+
+    op: str
+    expr: tuple[str, ...]  # a fused op's steps
+    options: tuple[int, int]  # vector_bytes, stage
+    piece: tuple[int, ...]
+    out: tl.Tensor
+    inputs: list[Any]
+
+
+def _inputs(operands: dict[str, Any], names: tuple[str, ...], first: tl.Index | None
+            ) -> list[Any]:
+    """The tile op's inputs: the operands INPUTS names, INDEX as the i64 position."""
+    base = first.to("i64") if first is not None and INDEX in names else None
+    return [base if name == INDEX else operands[name] for name in names]
+
+
+def _delinearize(index: tl.Index, sizes: list[tl.Index]) -> list[tl.Index]:
+    """Row-major indices of `index` over `sizes` (the first unbounded)."""
+    indices = []
+    for size in reversed(sizes[1:]):
+        indices.append(index % size)
+        index = index // size
+    if sizes:
+        indices.append(index)
+    return list(reversed(indices))
+
+
+def _branch(op: _Op, lead: list[tl.Index], start: tl.Index, extent: tl.Index) -> None:
+    """If the piece is whole, the static-shape tile op (staged); else the dynamic one."""
+    with tl.if_((start + op.piece[0]).ule(extent)) as whole:
+        _tile_op(op, lead, start, op.piece[0], op.options[1])
+    with whole.otherwise():
+        _tile_op(op, lead, start, extent - start, 1)
+
+
+def _tile_op(op: _Op, lead: list[tl.Index], start: tl.Index, length: Any, stage: int
+             ) -> None:
+    """Every array operand's piece (the outer indices picked, `length` from `start` along
+    the piece's dim, the whole width in blocks mode) and the tile.elementwise on them."""
+    def piece(t: tl.Tensor) -> tl.Tensor:
+        return t[(*lead, tl.ds(start, length), *([slice(None)] * (len(op.piece) - 1)))]
+
+    out = piece(op.out)
+    inputs = [piece(x) if isinstance(x, tl.Tensor) else x for x in op.inputs]
+    if op.expr:
+        tl.cta.fused(out, *inputs, expr=op.expr, vector_bytes=op.options[0], stage=stage)
+    else:
+        tl.cta.elementwise(op.op, out, *inputs, vector_bytes=op.options[0], stage=stage)
+
+
+def specialization(sig: Signature) -> Specialization:
+    """The elementwise kernel's specialization for a signature: the sizes (index-width
+    integers), out, the inputs (x1.., INDEX skipped), each array at its stride classes
+    over the view (blocks: the width W static); in place, out shares memory with every
+    input array."""
+    dims: list[str | None] = [f"d{i}" for i in range(sig.rank)]
+    shape: list[int | None] = [None] * sig.rank
+    if sig.mode == "blocks":
+        dims[-1], shape[-1] = None, sig.width
+
+    def array(name: str, spec: ArraySpec) -> TensorSpec:
+        return TensorSpec(name, spec.dtype, tuple(shape), tuple(dims), spec.strides,
+                          spec.offset)
+
+    params: list[TensorSpec | ScalarSpec] = [
+        *(ScalarSpec(f"d{i}", f"i{sig.index_bits}") for i in range(sig.rank)),
+        array("out", sig.out)]
+    names = []
+    for n, given in enumerate(sig.inputs, start=1):
+        names.append(INDEX if given == INDEX else f"x{n}")
+        if isinstance(given, ArraySpec):
+            params.append(array(f"x{n}", given))
+        elif given != INDEX:
+            params.append(ScalarSpec(f"x{n}", given))
+    shared = [("out", p.name) for p in params[sig.rank + 1:] if isinstance(p, TensorSpec)]
+    strategy = sig.strategy
+    constexprs = (("OP", sig.op), ("EXPR", sig.expr), ("MODE", sig.mode), ("PIECE", sig.piece()),
+                  ("OPTIONS", (strategy.vector_bytes, strategy.stage)),
+                  ("INPUTS", tuple(names)))
+    return lang.specialization(elementwise, params, constexprs=constexprs,
+                               threads=strategy.threads, index_bits=sig.index_bits,
+                               overlaps=shared if sig.inplace else ())
+
+
+class ElementwiseProgram(lang.LangProgram):
     """The elementwise kernel of a signature, behind programs.KernelProgram."""
 
-    sig: Signature
-    name: str = KERNEL
-
-    @property
-    def threads(self) -> int:
-        return self.sig.strategy.threads
-
-    def request(self) -> str:
-        return f"tile_mlir.ops elementwise {self.sig!r}"
-
-    @cached_property
-    def _built(self) -> tuple[str, tuple[str, ...]]:
-        kernel = _Kernel(self.sig)
-        return kernel.build(), kernel.w.params()
-
-    def ir(self) -> str:
-        return self._built[0]
-
-    def params(self) -> tuple[str, ...]:
-        return self._built[1]
+    def __init__(self, sig: Signature):
+        super().__init__(elementwise, specialization(sig), describe(sig))
+        self.sig = sig

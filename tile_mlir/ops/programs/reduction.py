@@ -1,4 +1,4 @@
-"""The reduction kernel programs: one `tile.reduce` per CTA over a strided view, as IR text.
+"""The reduction kernel programs: one `tile.reduce` per CTA over a strided view (tl.kernel).
 
 A stage reduces a view of one of two shapes (the caller merged the tensor's dims so):
 - rows [A, R] (the reduced run innermost): CTA b takes a block of rows and reduces
@@ -10,26 +10,26 @@ A stage reduces a view of one of two shapes (the caller merged the tensor's dims
   batch and a chunk of the reduced rows (reduce/columns: a thread per output vector,
   coalesced loads).
 The source is a base pointer re-viewed with `memref.reinterpret_cast` as the strided
-view: the sizes are compiled in (the lowering's reducers walk static shapes; the
-launch geometry depends on them anyway), the strides are kernel arguments promising
-their divisibility (`tile.divisibility`) unless they are 0 or the innermost 1, and a
-base that is not 16-byte aligned comes as an aligned pointer and an element offset, so
-offset views, negative and zero strides need no copy. Where the lowering cannot prove
-a vector access aligned (a misaligned base, an odd stride) it takes narrower ones. The
-destination is a contiguous buffer of partials, [A, chunks, B], or the result.
+view (rows: [A, R] reshaped to [A, chunks, R / chunks]): the sizes are compiled in (the
+lowering's reducers walk static shapes; the launch geometry depends on them anyway),
+the strides are kernel arguments promising their divisibility (`tile.divisibility`)
+unless they are 0 or the innermost 1, and a base that is not 16-byte aligned comes as
+an aligned pointer and an element offset, so offset views, negative and zero strides
+need no copy. Where the lowering cannot prove a vector access aligned (a misaligned
+base, an odd stride) it takes narrower ones. The destination is a contiguous buffer of
+partials, [A, chunks, B], or the result.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
 
-import numpy as np
-
+import tile_mlir.lang as tl
 from tile_mlir.contract import ACCESS_BYTES
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.ops.programs.writer import DYNAMIC, Writer, memref_type, module_text
+from tile_mlir.lang.spec import Specialization, TensorSpec
+from tile_mlir.ops.programs import lang
 
 BLOCK = 256  # threads per CTA
 TARGET_CTAS = 4 * 132  # enough CTAs to fill an H100/H200 several times over
@@ -172,192 +172,86 @@ def stages(kind: str, view: tuple[int, int, int], src: str, dst: str, *, acc: st
         current, r, first_strides, first_offset = acc, chunks, (), False
 
 
-# ------------------------------------------------------------------ IR text
+# ------------------------------------------------------------------ the tile programs
 
 
-def _reduce_attrs(stage: Stage, axes: str) -> str:
-    attrs = f'kind = "{stage.kind}", axes = array<i64: {axes}>, scope = "cta"'
-    if stage.scale is not None:  # in hex: exact, and MLIR's syntax takes no 1e-06
-        attrs += f", scale = 0x{np.float64(stage.scale).view(np.uint64):016X} : f64"
-    return attrs
+@tl.kernel(name="reduce_rows", index_bits=64)
+def reduce_rows(x: tl.Tensor, y: tl.Tensor, *, KIND: tl.constexpr, SCALE: tl.constexpr,
+                CHUNKS: tl.constexpr, PER_CTA: tl.constexpr, GRID: tl.constexpr) -> None:
+    """Rows [A, R] seen as [A, CHUNKS, L]: a CTA reduces PER_CTA consecutive (row, chunk)
+    lines into y [A, CHUNKS]. Tiles keep every dim (a unit one included): the reduce's
+    destination is its kept dims."""
+    tl.grid(*GRID)
+    a, r = x.shape
+    length = r // CHUNKS
+    rows = x.reshape(a, CHUNKS, length)
+    bid = tl.block_id()
+    if PER_CTA <= CHUNKS:  # PER_CTA chunks of one row
+        blocks = CHUNKS // PER_CTA
+        at = (tl.ds(bid // blocks, 1), tl.ds((bid % blocks) * PER_CTA, PER_CTA))
+    else:  # whole rows, every chunk of each
+        at = (tl.ds(bid * (PER_CTA // CHUNKS), PER_CTA // CHUNKS), tl.ds(0, CHUNKS))
+    tile_x = rows[(*at, tl.ds(0, length))]
+    tl.cta.reduce(KIND, y[at], tile_x, axes=2, scale=SCALE)
 
 
-def _static(stride: str) -> bool:
-    return not stride.startswith(DYNAMIC)
+@tl.kernel(name="reduce_columns", index_bits=64)
+def reduce_columns(x: tl.Tensor, y: tl.Tensor, *, KIND: tl.constexpr, SCALE: tl.constexpr,
+                   COLUMNS: tl.constexpr, ROWS: tl.constexpr, GRID: tl.constexpr) -> None:
+    """[A, R, B]: a CTA reduces COLUMNS columns of one batch over one chunk of ROWS rows
+    (grid y: the chunk) into y [A, chunks, B]."""
+    tl.grid(*GRID)
+    blocks = x.shape[2] // COLUMNS
+    bx = tl.block_id(0)
+    chunk = tl.block_id(1)
+    batch = bx // blocks
+    columns = tl.ds((bx % blocks) * COLUMNS, COLUMNS)
+    tile_x = x[tl.ds(batch, 1), tl.ds(chunk * ROWS, ROWS), columns]
+    tl.cta.reduce(KIND, y[tl.ds(batch, 1), tl.ds(chunk, 1), columns], tile_x, axes=1,
+                  scale=SCALE)
 
 
-ROLES = ("x", "stride", "offset", "y")
-"""What a reduction kernel's arguments are, in order: the source pointer, its dynamic
-strides (one per "?n" stride, in order), its element offset (when `offset`), the
-destination pointer."""
+def describe(stage: Stage) -> str:
+    """A one-line summary of a stage (the first line of its kernel's text)."""
+    return (f"tile_mlir.ops reduce {stage.kind}: [{stage.a}, {stage.r}, {stage.b}] "
+            f"{stage.src} strides [{', '.join(stage.source_strides())}]"
+            f"{' +offset' if stage.offset else ''} -> [{stage.a}, {stage.chunks}, "
+            f"{stage.b}] {stage.dst}")
 
 
-class _Reduction:
-    """The text of one stage's kernel. Tiles keep every dim (a unit one included): the
-    reduce's destination is its kept dims, so no subview reduces a rank."""
-
-    def __init__(self, stage: Stage):
-        self.stage = stage
-        self.w = Writer(64)
-        self.roles: list[tuple[str, int]] = []
-
-    def _destination(self, sizes: list[int]) -> tuple[str, str, list[str]]:
-        """The contiguous destination, viewed with `sizes`."""
-        w = self.w
-        pointer = w.pointer_arg("y", self.stage.dst, ["llvm.noalias"])
-        self.roles.append(("y", 0))
-        strides = [str(math.prod(sizes[i + 1:])) for i in range(len(sizes))]
-        type_ = memref_type([str(s) for s in sizes], self.stage.dst, strides, "0")
-        value = w.op(f"memref.reinterpret_cast {pointer} to offset: [0], sizes: "
-                     f"[{', '.join(map(str, sizes))}], strides: [{', '.join(strides)}] : "
-                     f"{memref_type(['1'], self.stage.dst, None)} to {type_}")
-        return value, type_, strides
-
-    def _subview(self, view: tuple[str, str, list[str]], dtype: str, at: list[str],
-                 sizes: list[int]) -> tuple[str, str]:
-        """A piece of a view, of the same rank; its offset is dynamic."""
-        strides = [DYNAMIC if s.startswith("%") else s for s in view[2]]
-        result = memref_type([str(s) for s in sizes], dtype, strides, DYNAMIC)
-        value = self.w.op(f"memref.subview {view[0]}[{', '.join(at)}] "
-                          f"[{', '.join(map(str, sizes))}] [{', '.join(['1'] * len(sizes))}] "
-                          f": {view[1]} to {result}")
-        return value, result
-
-    def _scaled(self, stride: str, factor: int) -> str:
-        """A stride times a static factor (a number, or an index value)."""
-        if factor == 1:
-            return stride
-        if not stride.startswith("%"):
-            return str(int(stride) * factor)
-        return self.w.op(f"arith.muli {stride}, {self.w.const(factor)} : index")
-
-    def _reduce(self, tile_y: tuple[str, str], tile_x: tuple[str, str], axis: int) -> None:
-        self.w.lines.append(f'      "tile.reduce"({tile_y[0]}, {tile_x[0]}) '
-                            f"{{{_reduce_attrs(self.stage, str(axis))}}} : "
-                            f"({tile_y[1]}, {tile_x[1]}) -> ()")
-
-    def rows(self) -> str:
-        """[A, chunks, L] rows; a CTA takes per_cta consecutive (row, chunk) lines."""
-        stage, w = self.stage, self.w
-        a, chunks, length = stage.a, stage.chunks, stage.r // stage.chunks
-        src = self._source_rows(a, chunks, length)
-        dst = self._destination([a, chunks])
-        per_cta = rows_per_cta(stage)
-        bid = w.op("gpu.block_id x")
-        if per_cta <= chunks:  # per_cta chunks of one row
-            blocks = w.const(chunks // per_cta)
-            row = w.op(f"arith.divui {bid}, {blocks} : index")
-            first = w.op(f"arith.muli {w.op(f'arith.remui {bid}, {blocks} : index')}, "
-                         f"{w.const(per_cta)} : index")
-            at, sizes = [row, first], [1, per_cta]
-        else:  # whole rows, every chunk of each
-            first = w.op(f"arith.muli {bid}, {w.const(per_cta // chunks)} : index")
-            at, sizes = [first, "0"], [per_cta // chunks, chunks]
-        tile_x = self._subview(src, stage.src, [*at, "0"], [*sizes, length])
-        tile_y = self._subview(dst, stage.dst, at, sizes)
-        self._reduce(tile_y, tile_x, 2)
-        return self._text("reduce_rows")
-
-    def _given(self) -> tuple[str, list[str], str]:
-        """The source's pointer, its strides (numbers or index values) and its offset."""
-        stage, w = self.stage, self.w
-        pointer = w.pointer_arg("x", stage.src, ["llvm.noalias", "llvm.readonly"])
-        self.roles.append(("x", 0))
-        strides = []
-        for dim, stride in enumerate(stage.source_strides()):
-            if _static(stride):
-                strides.append(stride)
-            else:
-                strides.append(w.int_arg(f"s{dim}", int(stride[1:])))
-                self.roles.append(("stride", dim))
-        offset = "0"
-        if stage.offset:
-            offset = w.int_arg("o")
-            self.roles.append(("offset", 0))
-        return pointer, strides, offset
-
-    def _source_rows(self, a: int, chunks: int, length: int) -> tuple[str, str, list[str]]:
-        """[A, R] seen as [A, chunks, L]: strides (sA, sR * L, sR)."""
-        pointer, (s_a, s_r), offset = self._given()
-        strides = [s_a, self._scaled(s_r, length), s_r]
-        return self._reinterpret(pointer, [a, chunks, length], strides, offset)
-
-    def _reinterpret(self, pointer: str, sizes: list[int], strides: list[str], offset: str
-                     ) -> tuple[str, str, list[str]]:
-        stage = self.stage
-        static = [DYNAMIC if s.startswith("%") else s for s in strides]
-        type_ = memref_type([str(s) for s in sizes], stage.src, static,
-                            DYNAMIC if stage.offset else "0")
-        value = self.w.op(f"memref.reinterpret_cast {pointer} to offset: [{offset}], sizes: "
-                          f"[{', '.join(map(str, sizes))}], strides: [{', '.join(strides)}] : "
-                          f"{memref_type(['1'], stage.src, None)} to {type_}")
-        return value, type_, strides
-
-    def columns(self) -> str:
-        """[A, R, B]; a CTA takes `cols` columns of one batch and one chunk of the rows."""
-        stage, w = self.stage, self.w
-        a, r, b, chunks = stage.a, stage.r, stage.b, stage.chunks
-        cols = columns_per_cta(stage)
-        rows = r // chunks
-        src = self._source_columns(a, r, b)
-        dst = self._destination([a, chunks, b])
-        blocks = w.const(b // cols)
-        bx = w.op("gpu.block_id x")
-        chunk = w.op("gpu.block_id y")
-        batch = w.op(f"arith.divui {bx}, {blocks} : index")
-        col = w.op(f"arith.muli {w.op(f'arith.remui {bx}, {blocks} : index')}, "
-                   f"{w.const(cols)} : index")
-        row = w.op(f"arith.muli {chunk}, {w.const(rows)} : index")
-        tile_x = self._subview(src, stage.src, [batch, row, col], [1, rows, cols])
-        tile_y = self._subview(dst, stage.dst, [batch, chunk, col], [1, 1, cols])
-        self._reduce(tile_y, tile_x, 1)
-        return self._text("reduce_columns")
-
-    def _source_columns(self, a: int, r: int, b: int) -> tuple[str, str, list[str]]:
-        pointer, strides, offset = self._given()
-        return self._reinterpret(pointer, [a, r, b], strides, offset)
-
-    def _text(self, name: str) -> str:
-        stage = self.stage
-        gx, gy, gz = stage.grid
-        summary = (f"tile_mlir.ops reduce {stage.kind}: [{stage.a}, {stage.r}, {stage.b}] "
-                   f"{stage.src} strides [{', '.join(stage.source_strides())}]"
-                   f"{' +offset' if stage.offset else ''} -> [{stage.a}, {stage.chunks}, "
-                   f"{stage.b}] {stage.dst}")
-        return module_text(summary, name, self.w.args, self.w.lines, threads=BLOCK,
-                           index_bits=64,
-                           attributes=f"known_grid_size = array<i32: {gx}, {gy}, {gz}>")
+def _contiguous(shape: tuple[int, ...]) -> tuple[str, ...]:
+    return tuple(str(math.prod(shape[d + 1:])) for d in range(len(shape)))
 
 
-@dataclass(frozen=True)
-class ReductionProgram:
+def specialization(stage: Stage) -> Specialization:
+    """A stage's kernel specialization: the source at its sizes (compiled in) and strides
+    (numbers, or "?n" given at launch), the destination contiguous."""
+    source = (stage.a, stage.r) if stage.rows else (stage.a, stage.r, stage.b)
+    out = stage.out_shape[:2] if stage.rows else stage.out_shape
+    x = TensorSpec("x", stage.src, source, (None,) * len(source), stage.source_strides(),
+                   stage.offset)
+    y = TensorSpec("y", stage.dst, out, (None,) * len(out), _contiguous(out))
+    if stage.rows:
+        kernel, layout = reduce_rows, (("CHUNKS", stage.chunks),
+                                       ("PER_CTA", rows_per_cta(stage)))
+    else:
+        kernel, layout = reduce_columns, (("COLUMNS", columns_per_cta(stage)),
+                                          ("ROWS", stage.r // stage.chunks))
+    constexprs = (("KIND", stage.kind), ("SCALE", stage.scale), *layout, ("GRID", stage.grid))
+    return lang.specialization(kernel, (x, y), constexprs=constexprs, threads=BLOCK,
+                               index_bits=64)
+
+
+class ReductionProgram(lang.LangProgram):
     """A reduction stage's kernel, behind programs.KernelProgram."""
 
-    stage: Stage
-
-    @property
-    def name(self) -> str:
-        return "reduce_rows" if self.stage.rows else "reduce_columns"
-
-    @property
-    def threads(self) -> int:
-        return BLOCK
-
-    def request(self) -> str:
-        return f"tile_mlir.ops reduction {self.stage!r}"
-
-    @cached_property
-    def _built(self) -> tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]:
-        writer = _Reduction(self.stage)
-        text = writer.rows() if self.stage.rows else writer.columns()
-        return text, writer.w.params(), tuple(writer.roles)
-
-    def ir(self) -> str:
-        return self._built[0]
-
-    def params(self) -> tuple[str, ...]:
-        return self._built[1]
+    def __init__(self, stage: Stage):
+        spec = specialization(stage)
+        super().__init__(reduce_rows if stage.rows else reduce_columns, spec, describe(stage))
+        self.stage = stage
 
     def roles(self) -> tuple[tuple[str, int], ...]:
         """Per argument: ("x", 0), ("stride", dim), ("offset", 0) or ("y", 0)."""
-        return self._built[2]
+        return tuple(("stride", role.dim) if role.kind == "stride" else
+                     ("offset", 0) if role.kind == "offset" else (role.name, 0)
+                     for role in self.spec.roles)

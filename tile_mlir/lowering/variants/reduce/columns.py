@@ -22,12 +22,13 @@ from tile_mlir.lowering.variants.predicates import (
     element_types,
     first_failure,
     scope_known,
+    within_cta,
 )
 
 
 def check(info: OpInfo) -> Verdict:
     verdict = first_failure(all_in(info, ("global", "shared")), scope_known(info),
-                            element_types(info, FLOAT_COMPUTE))
+                            within_cta(info), element_types(info, FLOAT_COMPUTE))
     if not verdict[0]:
         return verdict
     if info.scope == "thread":

@@ -22,6 +22,7 @@ from tile_mlir.lowering.variants.predicates import (
     element_types,
     first_failure,
     scope_known,
+    within_cta,
 )
 
 
@@ -29,7 +30,7 @@ def check(info: OpInfo) -> Verdict:
     if info.sources[0].space != "global":
         return reject(f"operand 1 scope {info.sources[0].space} != global")
     return first_failure(all_in(info, ("global", "shared")), scope_known(info),
-                         element_types(info, FLOAT_COMPUTE))
+                         within_cta(info), element_types(info, FLOAT_COMPUTE))
 
 
 def lower(info: OpInfo) -> None:

@@ -13,7 +13,10 @@ held the elements then holds the result: a register destination's layout must
 keep the source's distribution of the kept axes and replicate over the reduced
 thread axes (`R[32:1@laneid]` for a reduction across a warp, `R[256:1@tid]`
 across a 256-thread CTA); into memory one thread writes each output. At warp
-scope no barrier is needed; at warpgroup scope the warpgroup's named barrier.
+scope no barrier is needed; at warpgroup scope the warpgroup's named barrier. At
+cluster scope (a kernel with nvvm.cluster_dim) reduced axes may spread over the
+cluster's CTAs too: their partials meet through distributed shared memory between
+two cluster barriers (registers.py).
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ def _layout_problem(info: OpInfo, red: Reduction) -> str:
     assert threads is not None
     if src is None:
         return "the register source needs a layout (allocate it with tile.alloc)"
-    _, why = thread_plan(src, red.axes, threads)
+    _, why = thread_plan(src, red.axes, threads, registers.cluster_block(info))
     if why:
         return why
     if info.dst.space != "local":

@@ -25,11 +25,12 @@ from tile_mlir.lowering.variants.predicates import (
     element_types,
     first_failure,
     scope_known,
+    within_cta,
 )
 
 
 def check(info: OpInfo) -> Verdict:
-    return first_failure(all_in(info, ("shared",)), scope_known(info),
+    return first_failure(all_in(info, ("shared",)), scope_known(info), within_cta(info),
                          element_types(info, FLOAT_COMPUTE))
 
 

@@ -1,0 +1,216 @@
+"""gpu tier: the fused row ops (issue 12) on the GPU against float64 NumPy, and against
+torch's own error on the same input.
+
+Every op x dtype x row length in LENGTHS (fewer rows for the long ones), with the
+planner's strategy (a group of lanes, a CTA, a cluster of CTAs on sm_90, two passes for
+2^20); fused_add_rms_norm's residual checked bit for bit; softmax's out= poisoned (NaN)
+before the run; rows with a stride, misaligned rows, empty inputs, special values; and
+every strategy forced on rows the planner would give another one (the cluster lowering
+on a short row, two passes on a row a CTA holds), so that each is run here whatever
+the planner picks. Each test prints the errors it measured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from support import rows_check as ref
+
+from tile_mlir import ops
+from tile_mlir.ops import rows
+
+pytestmark = pytest.mark.gpu
+
+OPS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "fused_add_rms_norm")
+DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+LENGTHS = (1, 7, 1000, 1024, 4097, 65536, 262144, 1 << 20)
+
+
+def _torch() -> Any:
+    return pytest.importorskip("torch")
+
+
+def rows_for(n: int) -> int:
+    """Rows for a length: many short rows (several per CTA, a partial last CTA), a few
+    long ones."""
+    return max(3, min(301, (1 << 22) // n))
+
+
+def _host(t: Any) -> np.ndarray:
+    return np.asarray(t.detach().double().cpu().numpy())
+
+
+def _inputs(torch: Any, shape: tuple[int, ...], dtype: str, op: str) -> dict[str, Any]:
+    t = getattr(torch, DTYPES[dtype])
+    scale = 8.0 if op.endswith("softmax") else 2.0
+    x = (torch.randn(shape, device="cuda") * scale).to(t)
+    if op == "layer_norm":
+        x = (x.float() + 3.0).to(t)  # a mean to take away
+    n = shape[-1]
+    return {"x": x, "w": torch.randn(n, device="cuda").to(t),
+            "b": torch.randn(n, device="cuda").to(t), "r": torch.randn(shape, device="cuda").to(t)}
+
+
+def _error(got: np.ndarray, want: np.ndarray) -> float:
+    """The largest absolute error where a finite value is expected."""
+    finite = np.isfinite(want)
+    return float(np.abs(got[finite] - want[finite]).max()) if finite.any() else 0.0
+
+
+def run_op(op: str, dtype: str, shape: tuple[int, ...], eps: float = 1e-5) -> str:
+    """One op on fresh inputs: ours against float64 NumPy within its bound, and no worse
+    than four times torch's largest error plus an ulp (of the dtype) of the largest
+    value. Returns a line to print."""
+    torch = _torch()
+    F = torch.nn.functional
+    a = _inputs(torch, shape, dtype, op)
+    x, w, b, r = a["x"], a["w"], a["b"], a["r"]
+    n = shape[-1]
+    x64 = _host(x)
+    if op in ("softmax", "log_softmax"):
+        out = torch.full_like(x, float("nan"))
+        assert getattr(ops, op)(x, dim=-1, out=out) is out
+        got, theirs = _host(out), _host(getattr(torch, op)(x, -1))
+        want = ref.softmax(x64) if op == "softmax" else ref.log_softmax(x64)
+        bound = ref.softmax_bound(want, n, dtype) if op == "softmax" else \
+            ref.log_softmax_bound(x64, want, n, dtype)
+    elif op == "rms_norm":
+        got = _host(ops.rms_norm(x, (n,), w, eps))
+        theirs = _host(F.rms_norm(x, (n,), w, eps))
+        want = ref.rms_norm(x64, 1, _host(w), eps)
+        bound = ref.norm_bound(want, n, dtype)
+    elif op == "layer_norm":
+        got = _host(ops.layer_norm(x, (n,), w, b, eps))
+        theirs = _host(F.layer_norm(x, (n,), w, b, eps))
+        want = ref.layer_norm(x64, 1, _host(w), _host(b), eps)
+        bound = ref.norm_bound(want, n, dtype, np.abs(_host(b)) + 4.0)
+    else:
+        got, theirs, want = _fused_add(x, r, w, eps, dtype)
+        bound = ref.norm_bound(want, n, dtype)
+    worst = ref.check(got, want, bound, f"{op} {dtype} {shape}")
+    if op == "softmax":
+        ref.sums_to_one(got, n, dtype)
+    ours, torch_error = _error(got, want), _error(theirs, want)
+    largest = float(np.abs(want[np.isfinite(want)]).max()) if np.isfinite(want).any() else 0.0
+    assert ours <= 4 * torch_error + ref.ULP[dtype] * largest, \
+        f"{op} {dtype} {shape}: error {ours:.3g}, torch's {torch_error:.3g}"
+    return (f"{op} {dtype} {shape}: max error {ours:.3g} (torch {torch_error:.3g}), "
+            f"{worst:.2f} of the bound")
+
+
+def _fused_add(x: Any, r: Any, w: Any, eps: float, dtype: str
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ours in place; the residual must be x + r in f32 rounded once to the dtype, bit for
+    bit; x the RMSNorm of that."""
+    torch = _torch()
+    n = x.shape[-1]
+    theirs = torch.nn.functional.rms_norm(x + r, (n,), w, eps)
+    total = (x.cpu().float() + r.cpu().float()).to(x.dtype)
+    assert ops.fused_add_rms_norm(x, r, w, eps) is None
+    bits = torch.int32 if dtype == "f32" else torch.int16
+    assert torch.equal(r.cpu().view(bits), total.view(bits)), \
+        "the residual is not x + residual rounded to its dtype"
+    want = ref.rms_norm(_host(total), 1, _host(w), eps)
+    return _host(x), _host(theirs), want
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("op", OPS)
+def test_every_op_dtype_and_length(op: str, dtype: str, n: int) -> None:
+    m = rows_for(n)
+    plan = rows.plan_for(m, n, rows.vector_width(n, dtype, []), 0)
+    print(run_op(op, dtype, (m, n)), f"[{plan.geometry.strategy}]")
+
+
+FORCED = [
+    ("cluster", {"ctas": 2, "lanes": 128}, 1000),  # two warps a CTA, a partial last part
+    ("cluster", {"ctas": 2}, 1000),  # a warp a CTA
+    ("cluster", {"ctas": 4}, 4097),  # scalar accesses
+    ("cluster", {"ctas": 8}, 65536),
+    ("cta", {}, 1000),
+    ("cta", {"lanes": 1024}, 4096),
+    ("warp", {"lanes": 4}, 7),
+    ("warp", {"lanes": 16}, 1000),
+    ("split", {}, 65536),  # chunks that divide the row
+    ("split", {"lanes": 64, "parts": 2}, 4097),  # a short last chunk
+    ("split", {"lanes": 128}, 1000),
+]
+
+
+@pytest.mark.parametrize(("strategy", "options", "n"), FORCED, ids=str)
+@pytest.mark.parametrize("op", OPS)
+def test_every_strategy_forced(op: str, strategy: str, options: dict[str, Any], n: int) -> None:
+    with rows.forced(strategy, **options):
+        for dtype in ("f32", "bf16"):
+            print(run_op(op, dtype, (5, n)))
+
+
+def test_rows_with_a_stride_and_misaligned() -> None:
+    torch = _torch()
+    for n in (1000, 4096, 65536):
+        base = torch.randn(6, n + 72, device="cuda", dtype=torch.bfloat16)
+        x = base[:, 8:8 + n]  # a row stride of n + 72; 16-byte aligned rows
+        y = base[1:, 3:3 + n]  # misaligned: 2-byte accesses
+        for view in (x, y):
+            want = ref.softmax(_host(view))
+            got = _host(ops.softmax(view, dim=-1))
+            ref.check(got, want, ref.softmax_bound(want, n, "bf16"), f"strided {n}")
+            w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+            got = _host(ops.rms_norm(view, (n,), w, 1e-6))
+            want = ref.rms_norm(_host(view), 1, _host(w), 1e-6)
+            ref.check(got, want, ref.norm_bound(want, n, "bf16"), f"strided rms {n}")
+        before = _host(base)
+        ops.log_softmax(x, out=x)  # in place, strided
+        after = _host(base)
+        assert np.array_equal(after[:, :8], before[:, :8])
+        assert np.array_equal(after[:, 8 + n:], before[:, 8 + n:])
+
+
+def test_empty_inputs_and_dims() -> None:
+    torch = _torch()
+    for shape in ((0, 1024), (5, 0), (0,)):
+        x = torch.empty(shape, device="cuda")
+        assert ops.softmax(x, dim=-1).shape == x.shape
+        assert ops.layer_norm(x, shape[-1:]).shape == x.shape
+    x = torch.randn(4, 5, 300, device="cuda")
+    for dim in (0, 1, 2):
+        want = ref.softmax(_host(x), dim)
+        ref.check(_host(ops.softmax(x, dim=dim)), want,
+                  ref.softmax_bound(want, x.shape[dim], "f32"), f"dim {dim}")
+
+
+def test_special_values() -> None:
+    torch = _torch()
+    inf, nan = float("inf"), float("nan")
+    for n in (1000, 65536):
+        x = torch.randn(5, n, device="cuda")
+        x[0, :3] = torch.tensor([1e4, -1e4, 3e4])  # large logits
+        x[1, 7] = inf
+        x[2] = -inf
+        x[3, n // 2] = nan
+        x[4, :] = -inf
+        x[4, n - 1] = 0.0  # one finite element at the row's end
+        x64 = _host(x)
+        with np.errstate(invalid="ignore"):
+            for op, fn in (("softmax", ref.softmax), ("log_softmax", ref.log_softmax)):
+                got, want = _host(getattr(ops, op)(x, dim=-1)), fn(x64)
+                theirs = _host(getattr(torch, op)(x, -1))
+                assert np.array_equal(np.isnan(got), np.isnan(theirs)), op
+                bound = ref.softmax_bound(want, n, "f32") if op == "softmax" else \
+                    ref.log_softmax_bound(x64, want, n, "f32")
+                ref.check(got, want, bound, f"{op} special values")
+
+
+def test_every_strategy_once() -> None:
+    """A small call of each strategy (the sanitizer's subset: memcheck, racecheck,
+    synccheck over warps, CTAs, clusters and two passes)."""
+    for strategy, options, n in (("warp", {}, 1000), ("cta", {}, 4096),
+                                 ("cluster", {"ctas": 2, "lanes": 256}, 4096),
+                                 ("split", {}, 16384)):
+        with rows.forced(strategy, **options):
+            for op in OPS:
+                print(run_op(op, "bf16", (3, n)))
+

@@ -1,0 +1,77 @@
+"""null tier: tile_mlir.lang kernels that run in thread block clusters: `cluster=` makes the
+kernel's specialization hold the cluster shape and its gpu.func nvvm.cluster_dim
+(PTX .reqnctapercluster), `tl.cluster` ops spread tiles over the cluster's CTAs, a
+kernel without clusters refuses that scope at the op's line, and a launch on a grid of
+partial clusters is refused before it reaches the driver."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import pytest
+
+import tile_mlir.lang as tl
+from null.test_lang_launch import Driver, Tensor, fake, loaded  # noqa: F401 - the fake driver
+from tile_mlir.diagnostics import CompileError
+
+Row = Annotated[tl.Tensor, "f32", ("M", 1024)]
+
+
+@tl.kernel(threads=128, cluster=2)
+def normalize(x: Row, y: Row) -> None:
+    """Each row over a cluster of 2 CTAs: 256 threads of 4 floats, divided by its sum."""
+    row = tl.block_id() // 2
+    t = tl.alloc_reg((256, 4), tl.f32, "S[(256, 4):(1@tid, 1)]")
+    s = tl.alloc_reg((1, 1), tl.f32, "S[(1, 1)], R[256:1@tid]")
+    tl.cluster.copy(t, x[row].reshape((256, 4)))
+    tl.cluster.sum(s, t)
+    tl.cluster.div(y[row].reshape((256, 4)), t, s)
+
+
+@tl.kernel(threads=lambda c: c["T"], cluster=lambda c: (c["C"], 1, 1))
+def chosen(x: Row, y: Row, T: tl.constexpr = 64, C: tl.constexpr = 4) -> None:
+    tl.cta.copy(y, x)
+
+
+@tl.kernel(threads=128)
+def unclustered(x: Row) -> None:
+    tl.cluster.exp(x, x)
+
+
+def test_the_specialization_holds_the_cluster_and_the_kernel_says_it() -> None:
+    desc = tl.ArrayDesc("f32", (8, 1024))
+    spec = normalize.signature(desc, desc)
+    assert spec.cluster == (2, 1, 1)
+    assert "block 128x1x1, cluster 2x1x1" in repr(spec)
+    assert "nvvm.cluster_dim = array<i32: 2, 1, 1>" in normalize.ir(spec)
+    assert chosen.signature(desc, desc, T=32, C=8).cluster == (8, 1, 1)
+    assert chosen.signature(desc, desc, C=1).cluster is None  # one CTA: no clusters
+    assert spec.key() != chosen.signature(desc, desc, C=1).key()
+
+
+def test_a_cluster_kernel_compiles_to_cluster_ptx() -> None:
+    desc = tl.ArrayDesc("f32", (8, 1024))
+    ptx = normalize.compile([desc, desc], chip="sm_90").ptx["kernels"]
+    assert ".reqnctapercluster 2, 1, 1" in ptx
+    assert "%cluster_ctarank" in ptx
+    assert ptx.count("barrier.cluster.arrive") == 2 and ptx.count("ld.shared::cluster") == 2
+
+
+def test_the_cluster_scope_needs_a_kernel_with_clusters() -> None:
+    with pytest.raises(CompileError, match="at scope 'cluster' needs the kernel's cluster") as e:
+        unclustered.compile([tl.ArrayDesc("f32", (8, 1024))], chip="sm_90")
+    assert "test_lang_cluster.py" in str(e.value)  # located at the op's line
+
+
+def test_a_grid_of_partial_clusters_is_refused(fake: Driver,  # noqa: F811 - the fixture
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded(monkeypatch, normalize)
+    x, y = Tensor((8, 1024), 0x100000), Tensor((8, 1024), 0x200000)
+    normalize[(16,)](x, y)
+    assert fake.launches[-1].grid == (16, 1, 1)
+    with pytest.raises(tl.ArgumentError, match=r"the grid \(15,\) is not whole clusters of "
+                                               "2x1x1 CTAs"):
+        normalize[(15,)](x, y)
+    with pytest.raises(tl.ArgumentError, match="not whole clusters"):
+        normalize[(7,)](x, y)  # the prepared launch checks too
+    assert len(fake.launches) == 1

@@ -1,0 +1,283 @@
+"""null tier: the library's kernels are tile programs (tile_mlir.lang) behind
+programs.KernelProgram: every listed signature builds and compiles, and some keep the
+PTX instruction counts of the IR text writers they replaced.
+
+Until the programs replaced them, these signatures compiled both ways to the same PTX
+(save RoPE's widening of max_position for 64-bit positions with 32-bit indices:
+cvt.s64.s32 for cvt.u64.u32, the front end widening index-width integers signed; the
+count is never negative, one instruction either way). GOLDEN holds the writers' counts
+of 16-byte loads and stores, all global loads and stores, shuffles, barriers and
+parameter loads for a few of each kernel, so that a change to the programs, the front
+end or the lowering that costs instructions shows here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import re
+import subprocess
+import sys
+
+import pytest
+
+import tile_mlir
+from tile_mlir.ops.programs import KernelProgram
+from tile_mlir.ops.programs.elementwise import (
+    INDEX,
+    ArraySpec,
+    ElementwiseProgram,
+    Signature,
+    Strategy,
+)
+from tile_mlir.ops.programs.lang import LangProgram
+from tile_mlir.ops.programs.reduction import ReductionProgram, Stage, stages
+from tile_mlir.ops.programs.rope import RopeProgram, RopeSignature
+
+
+def _a(dtype: str, *strides: str, offset: bool = False) -> ArraySpec:
+    return ArraySpec(dtype, strides, offset)
+
+
+DEFAULT = Strategy()
+
+
+def _elementwise() -> dict[str, Signature]:
+    """Every mode, stride class, index width, offset, dtype family, indexed rows (INDEX in
+    every mode), scalars, in place and the strategies."""
+    f32, unit = _a("f32", "1"), ("1",)
+    flat = Signature("add", f32, (f32, f32), 1, "flat", DEFAULT, index_bits=32)
+    blocks = Signature("add", _a("bf16", "?32", "1"), (_a("bf16", "?32", "1"),
+                                                       _a("bf16", "0", "1")),
+                       2, "blocks", DEFAULT, 4096, 32)
+    rows = Signature("neg", _a("f32", "?32", "1"), (_a("f32", "?8", "1"),), 2, "rows",
+                     DEFAULT, 0, 32)
+    stream = ("f32", "i64", "i64", "i64", INDEX)
+    sigs = {
+        "flat": flat,
+        "flat offsets, scalar": Signature("mul", _a("f16", *unit, offset=True),
+                                          (_a("f16", *unit, offset=True), "f32"), 1, "flat",
+                                          DEFAULT, index_bits=32),
+        "flat odd and broadcast strides": Signature(
+            "fma", f32, (_a("f32", "?2"), _a("f32", "0"), _a("f32", "?1")), 1, "flat",
+            DEFAULT, index_bits=32),
+        "blocks": blocks,
+        "blocks transposed": Signature("exp", _a("f32", "?32", "1"), (_a("f32", "?1", "?32"),),
+                                       2, "blocks", DEFAULT, 64, 32),
+        "rows": rows,
+        "rows rank 3": Signature("mul", _a("f16", "?64", "?32", "1"),
+                                 (_a("f16", "?64", "0", "1"), _a("f16", "?16", "?8", "1")), 3,
+                                 "rows", DEFAULT, 0, 32),
+        "blocks rank 3": Signature("sub", _a("bf16", "?16", "?8", "1"),
+                                   (_a("bf16", "?16", "?8", "1"), "f32"), 3, "blocks",
+                                   DEFAULT, 24, 32),
+        "indexed flat": Signature("dropout_philox", f32, (f32, *stream), 1, "flat", DEFAULT,
+                                  index_bits=32),
+        "indexed rows": Signature("dropout_philox", _a("f32", "?32", "1"),
+                                  (_a("f32", "?8", "1"), *stream), 2, "rows", DEFAULT, 0, 32),
+        "indexed blocks": Signature("alibi_bias", _a("f32", "?16", "1"),
+                                    ("i64", "i64", INDEX), 2, "blocks", DEFAULT, 80, 32),
+        "indexed blocks rank 3": Signature("dropout_philox", _a("bf16", "?64", "?32", "1"),
+                                           (_a("bf16", "?64", "?32", "1"), *stream), 3,
+                                           "blocks", DEFAULT, 96, 32),
+        "fused": Signature("fused", _a("bf16", "?32", "1"),
+                           (_a("bf16", "?32", "1"), _a("bf16", "0", "1"), "f32"), 2, "rows",
+                           DEFAULT, 0, 32, expr=("add(%0, %1) : bf16", "gelu($0) : bf16",
+                                                 "mul($1, %2) : bf16")),
+        "compare f16": Signature("eq", _a("bool", "1"), (_a("f16", "1"), _a("f16", "1")), 1,
+                                 "flat", DEFAULT, index_bits=32),
+        "where": Signature("where", f32, (_a("bool", "1"), f32, "f32"), 1, "flat", DEFAULT,
+                           index_bits=32),
+        "i32": Signature("bitwise_and", _a("i32", "1"), (_a("i32", "1"), _a("i32", "0")), 1,
+                        "flat", DEFAULT, index_bits=32),
+        "i64": Signature("add", _a("i64", "1"), (_a("i64", "1"), "i64"), 1, "flat", DEFAULT,
+                         index_bits=32),
+        "fp8": Signature("mul", _a("f8e4m3", "1"), (_a("f8e4m3", "1"), _a("f8e4m3", "1")), 1,
+                         "flat", DEFAULT, index_bits=32),
+        "bool": Signature("logical_and", _a("bool", "1"), (_a("bool", "1"), _a("bool", "1")),
+                          1, "flat", DEFAULT, index_bits=32),
+        "in place": dataclasses.replace(flat, inplace=True),
+        "direct": dataclasses.replace(flat, strategy=Strategy(256, 1, 4, 1)),
+        "vector": dataclasses.replace(blocks, strategy=Strategy(128, 16, 2, 1)),
+    }
+    for name in ("flat", "flat offsets, scalar", "blocks", "rows", "indexed rows",
+                 "indexed blocks"):
+        sigs[f"{name}, i64"] = dataclasses.replace(sigs[name], index_bits=64)
+    return sigs
+
+
+def _reductions() -> dict[str, Stage]:
+    """Rows whole and split (the partials' stages too), columns whole and split, static
+    and dynamic strides, misaligned bases, a mean's scale."""
+    planned = {
+        "rows": stages("sum", (64, 4096, 1), "f32", "f32", acc="f32"),
+        "rows split": stages("max", (4, 1 << 20, 1), "bf16", "bf16", acc="f32"),
+        "rows strided offset": stages("sum", (8, 1000, 1), "f16", "f16", acc="f32",
+                                      strides=("?8", "1"), offset=True),
+        "rows mean": stages("sum", (32, 300, 1), "f32", "f32", acc="f32", scale_count=300,
+                            strides=("?4", "?2")),
+        "rows split offset": stages("sum", (5, 1 << 21, 1), "f16", "f32", acc="f32",
+                                    strides=("?2", "?2"), offset=True),
+        "columns": stages("sum", (16, 512, 384), "f32", "f32", acc="f32"),
+        "columns split": stages("prod", (1, 1 << 16, 64), "f32", "f32", acc="f32",
+                                strides=("?64", "?64", "1")),
+        "columns broadcast": stages("min", (3, 7, 5), "f32", "f32", acc="f32",
+                                    strides=("?1", "0", "1")),
+        "columns split offset": stages("sum", (2, 100000, 3), "bf16", "bf16", acc="f32",
+                                       strides=("?1", "?3", "?1"), offset=True),
+    }
+    return {f"{name} {n}": stage for name, found in planned.items()
+            for n, stage in enumerate(found)}
+
+
+def _rope(style: str, dtype: str, *, key: bool = True, rotary: int = 128, pos: str = "i64",
+          bits: int = 32, offset: bool = False, tokens: int = 1) -> RopeSignature:
+    qk = _a(dtype, "?16", "?16", "1")
+    return RopeSignature(style, _a(dtype, "?16", "?16", "1", offset=offset),
+                         qk if key else None, qk, qk if key else None, _a(dtype, "?32", "1"),
+                         _a(pos, "1"), heads=32, key_heads=8 if key else 0, head_dim=128,
+                         rotary_dim=rotary, threads=128, tokens_per_cta=tokens,
+                         index_bits=bits)
+
+
+ROPE = {
+    "neox": _rope("neox", "bf16"),
+    "gptj": _rope("gptj", "bf16"),
+    "neox no key": _rope("neox", "f16", key=False),
+    "neox partial": _rope("neox", "f32", rotary=64),
+    "gptj partial no key": _rope("gptj", "bf16", rotary=64, key=False),
+    "i32 positions": _rope("neox", "bf16", pos="i32"),
+    "i64 indices": _rope("neox", "bf16", bits=64),
+    "i32 positions, i64 indices": _rope("neox", "f16", pos="i32", bits=64),
+    "misaligned query": _rope("gptj", "f32", offset=True),
+    "two tokens a CTA": _rope("neox", "bf16", tokens=2),
+}
+
+
+def _programs() -> dict[str, LangProgram]:
+    return {**{f"elementwise {n}": ElementwiseProgram(s) for n, s in _elementwise().items()},
+            **{f"reduction {n}": ReductionProgram(s) for n, s in _reductions().items()},
+            **{f"rope {n}": RopeProgram(s) for n, s in ROPE.items()}}
+
+
+KINDS = ("ld.global.nc.v4", "ld.global", "st.global.v4", "st.global", "shfl.sync.bfly",
+         "bar.sync", "ld.param")
+"""Instruction prefixes counted (ld.global counts every global load, the 16-byte ones
+too)."""
+
+_E = "elementwise "
+_R = "reduction "
+GOLDEN: dict[str, tuple[int, ...]] = {  # per KINDS, in order
+    _E + "flat": (10, 12, 5, 6, 0, 0, 4),
+    _E + "flat offsets, scalar": (0, 33, 0, 33, 0, 0, 6),
+    _E + "blocks": (8, 8, 5, 5, 0, 0, 6),
+    _E + "rows rank 3": (10, 12, 5, 6, 0, 0, 10),
+    _E + "indexed blocks rank 3": (5, 5, 5, 5, 0, 0, 11),
+    _E + "fp8": (10, 12, 5, 6, 0, 0, 4),
+    _E + "fused": (10, 12, 5, 6, 0, 0, 7),
+    _E + "flat, i64": (10, 12, 5, 6, 0, 0, 4),
+    _R + "rows 0": (4, 4, 0, 1, 8, 2, 2),
+    _R + "rows split 0": (4, 4, 0, 1, 8, 2, 2),
+    _R + "rows split 1": (1, 1, 0, 1, 2, 2, 2),
+    _R + "rows strided offset 0": (0, 5, 0, 1, 8, 2, 4),
+    _R + "columns 0": (4, 4, 1, 1, 0, 2, 2),
+    _R + "columns split 0": (4, 4, 1, 1, 0, 2, 3),
+    _R + "columns split offset 0": (0, 5, 0, 1, 6, 2, 6),
+    "rope neox": (8, 10, 11, 11, 0, 0, 19),
+    "rope gptj": (0, 20, 5, 17, 0, 0, 19),
+    "rope neox partial": (15, 17, 20, 20, 0, 0, 21),
+    "rope i64 indices": (8, 10, 11, 11, 0, 0, 19),
+}
+
+
+def _counts(ptx: str) -> tuple[int, ...]:
+    lines = [re.sub(r"^@!?%p\d+\s+", "", line.strip()) for line in ptx.splitlines()]
+    return tuple(sum(1 for line in lines if line.startswith((kind + ".", kind + " ")))
+                 for kind in KINDS)
+
+
+@pytest.mark.parametrize("name", list(_programs()))
+def test_every_kernel_compiles_and_keeps_its_instructions(name: str) -> None:
+    program = _programs()[name]
+    compiled = tile_mlir.compile(program.ir(), cache=False, name=name)
+    assert compiled.cubin["kernels"][:4] == b"\x7fELF"
+    params = compiled.kernels[program.name].params
+    assert program.params() == tuple("ptr" if p.is_memref else p.dtype for p in params)
+    if name in GOLDEN:
+        assert dict(zip(KINDS, _counts(compiled.ptx["kernels"]), strict=True)) == \
+            dict(zip(KINDS, GOLDEN[name], strict=True))
+
+
+def test_the_signatures_cover_every_case() -> None:
+    """The lists above hold what the docstring promises."""
+    sigs = list(_elementwise().values())
+    assert {s.mode for s in sigs} == {"flat", "rows", "blocks"}
+    assert {s.mode for s in sigs if INDEX in s.inputs} == {"flat", "rows", "blocks"}
+    assert {s.index_bits for s in sigs} == {32, 64}
+    classes = {c for s in sigs for a in s.arrays for c in a.strides}
+    assert {"0", "1", "?1", "?2", "?32"} <= classes
+    assert any(a.offset for s in sigs for a in s.arrays)
+    assert {a.dtype for s in sigs for a in s.arrays} >= {"f32", "f16", "bf16", "f8e4m3",
+                                                         "i32", "i64", "bool"}
+    assert any(s.expr for s in sigs)
+    reductions = list(_reductions().values())
+    assert {(s.rows, s.chunks > 1, s.offset) for s in reductions} >= {
+        (True, False, False), (True, True, False), (True, True, True),
+        (False, False, False), (False, True, False), (False, True, True)}
+    for has in (lambda s: s.key is not None, lambda s: s.key is None,
+                lambda s: s.rotary_dim < s.head_dim):
+        assert {s.style for s in ROPE.values() if has(s)} == {"neox", "gptj"}
+
+
+def test_programs_are_kernel_programs() -> None:
+    programs: list[KernelProgram] = [ElementwiseProgram(_elementwise()["flat"]),
+                                     ReductionProgram(_reductions()["rows 0"]),
+                                     RopeProgram(ROPE["neox"])]
+    assert [p.name for p in programs] == ["kernel", "reduce_rows", "rope"]
+    assert [p.threads for p in programs] == [256, 256, 128]
+    for program in programs:
+        first, second = program.ir().splitlines()[:2]
+        assert first.startswith("// tile_mlir.ops ") and second.startswith("module")
+        assert program.request().startswith("tile_mlir.lang kernel tile_mlir.ops.programs.")
+        copy = pickle.loads(pickle.dumps(program))  # to the compile pool of ops_torch
+        assert copy.request() == program.request() and copy.ir() == program.ir()
+
+
+def test_the_roles_name_the_library_s_arrays() -> None:
+    """The reductions' and RoPE's launches fill the arguments by role, in the library's
+    terms: RoPE's output once per slot, its cache's strides by the cache's own dims."""
+    stage = _reductions()["columns split offset 0"]
+    assert ReductionProgram(stage).roles() == (("x", 0), ("stride", 0), ("stride", 1),
+                                               ("stride", 2), ("offset", 0), ("y", 0))
+    sig = dataclasses.replace(ROPE["neox partial"], cache=_a("f32", "?32", "?2"))
+    roles = RopeProgram(sig).roles()
+    assert roles[:5] == (("tokens",), ("max_position",), ("pointer", "query_out"),
+                         ("pointer", "query_out"), ("pointer", "query_out"))
+    assert roles[5:7] == (("stride", "query_out", "0"), ("stride", "query_out", "1"))
+    cache = [r for r in roles if "cache" in r]
+    assert cache == [("pointer", "cache"), ("stride", "cache", "0"), ("stride", "cache", "1")]
+
+
+NO_MLIR = """
+import sys
+sys.modules["mlir"] = None
+from tile_mlir.ops.programs.elementwise import ArraySpec, ElementwiseProgram, Signature, Strategy
+from tile_mlir.ops.programs.reduction import ReductionProgram, stages
+f32 = ArraySpec("f32", ("1",))
+programs = [ElementwiseProgram(Signature("add", f32, (f32, "f32"), 1, "flat", Strategy())),
+            *map(ReductionProgram, stages("sum", (4, 1 << 20, 1), "f16", "f16", acc="f32"))]
+for program in programs:
+    print(program.name, program.params(), len(program.request()) > 100)
+print(sorted(m for m in sys.modules if m.startswith("mlir") and sys.modules[m]))
+"""
+
+
+def test_requests_and_arguments_need_no_mlir() -> None:
+    """A process without the MLIR bindings finds the library's kernels in a warm cache: a
+    program's request and arguments are computed without building its IR."""
+    result = subprocess.run([sys.executable, "-c", NO_MLIR], capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "kernel ('i64', 'ptr', 'ptr', 'f32') True", "reduce_rows ('ptr', 'ptr') True",
+        "reduce_rows ('ptr', 'ptr') True", "[]"]

@@ -1,0 +1,473 @@
+"""null tier: the fused row ops (issue 12): the planner's choices for a table of (M, N,
+dtype), argument errors that name the argument (before anything is launched or
+written), and the ops end to end on the pretend device.
+
+The pretend device runs threads one after another: it cannot run shuffles, barriers or
+clusters. Each strategy's program runs there in a form that needs none (one thread a
+row: "warp" with one lane; one thread a chunk: "split" with one lane, several chunks a
+row, both passes), against float64 NumPy; the programs with reductions across lanes,
+warps and CTAs are compiled and their PTX checked (test_rows_ptx.py), and run in the
+gpu tier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from support import rows_check as ref
+from support.emulated import Device, EmuArray
+
+from tile_mlir import ops
+from tile_mlir.dtypes import DTYPES
+from tile_mlir.ops import rows
+
+# ------------------------------------------------------------------ the planner
+
+PLANS = [
+    # (M, N, dtype, clusters) -> strategy, threads per row, rows a CTA, CTAs a row
+    ((4096, 1024, "bf16", True), ("warp", 32, 8, 1)),
+    ((32768, 1024, "f32", True), ("warp", 32, 8, 1)),
+    ((131072, 256, "f32", True), ("warp", 8, 32, 1)),
+    ((8, 7, "f32", True), ("warp", 1, 64, 1)),  # an odd row: scalar accesses, a row a thread
+    ((4, 1, "bf16", True), ("warp", 1, 64, 1)),
+    ((16384, 2048, "bf16", True), ("cta", 64, 1, 1)),
+    ((32768, 4096, "bf16", True), ("cta", 128, 1, 1)),
+    ((8192, 4096, "f32", True), ("cta", 128, 1, 1)),
+    ((8192, 16384, "bf16", True), ("cta", 512, 1, 1)),
+    ((2048, 16384, "f32", True), ("cta", 512, 1, 1)),
+    ((1024, 32768, "f32", True), ("cluster", 1024, 1, 2)),
+    ((1024, 65536, "bf16", True), ("cluster", 2048, 1, 4)),
+    ((512, 65536, "f32", True), ("cluster", 2048, 1, 4)),
+    ((256, 262144, "bf16", True), ("cluster", 8192, 1, 8)),
+    ((128, 262144, "f32", True), ("cluster", 8192, 1, 8)),
+    ((32, 1 << 20, "f32", True), ("split", 256, 1, 1)),
+    ((64, 1 << 20, "bf16", True), ("split", 256, 1, 1)),
+    ((1024, 32768, "f32", False), ("cta", 1024, 1, 1)),  # no clusters (sm_80)
+    ((1024, 65536, "bf16", False), ("split", 256, 1, 1)),
+    ((3, 4097, "f32", True), ("cta", 512, 1, 1)),  # 4097: scalar accesses, 9 a thread
+]
+
+
+@pytest.mark.parametrize(("case", "want"), PLANS, ids=str)
+def test_the_planner_chooses_by_row_length_dtype_rows_and_gpu(
+        case: tuple[int, int, str, bool], want: tuple[str, int, int, int]) -> None:
+    m, n, dtype, clusters = case
+    vec = rows.vector_width(n, dtype, [])
+    plan = rows.choose(m, n, vec, clusters)
+    g = plan.geometry
+    assert (g.strategy, g.lanes, g.rows, g.ctas) == want, plan.reason
+    assert plan.reason
+    # registers: at most HELD f32 values of a row a thread, MAX_PARTS tiles
+    assert g.row_parts(n) * vec <= rows.HELD or g.strategy == "split"
+    assert g.row_parts(n) <= rows.MAX_PARTS
+    assert g.threads <= rows.MAX_CTA
+    assert g.grid(m) * g.threads >= m  # every row has its threads
+    if g.strategy == "split":
+        assert g.chunks * g.parts * g.lanes * vec >= n
+    else:
+        assert g.row_parts(n) * g.lanes * vec >= n
+
+
+def test_many_short_rows_fill_the_gpu_and_few_rows_get_smaller_ctas() -> None:
+    many = rows.choose(1 << 17, 256, 4, True).geometry
+    assert many.grid(1 << 17) >= 4 * rows.SMS
+    few = rows.choose(3, 256, 4, True).geometry
+    assert few.threads <= 64 and few.grid(3) == 1
+
+
+def test_explain_says_what_and_why() -> None:
+    text = rows.explain("softmax", (1024, 65536), "bf16")
+    assert text.startswith("softmax bf16 1024x65536: cluster:")
+    assert "cluster of 4 CTAs of 512 threads" in text
+    assert "without thread block clusters" in rows.explain("rms_norm", (1024, 65536), "bf16",
+                                                           clusters=False)
+
+
+def test_vector_width_follows_the_row_the_strides_and_offsets() -> None:
+    assert rows.vector_width(4096, "bf16", []) == 8
+    assert rows.vector_width(4096, "f32", [4100]) == 4
+    assert rows.vector_width(4096, "f32", [4098]) == 2
+    assert rows.vector_width(4097, "f32", []) == 1
+    assert rows.vector_width(1000, "bf16", [3]) == 1
+
+
+def test_forcing_a_strategy_plans_again() -> None:
+    with rows.forced("cluster", ctas=4):
+        plan = rows.plan_for(8, 1000, 4, 0)
+        assert plan.geometry.strategy == "cluster" and plan.geometry.ctas == 4
+        assert plan.reason == "forced: cluster"
+    assert rows.plan_for(8, 1000, 4, 0).geometry.strategy == "warp"
+    with pytest.raises(ValueError, match="strategy 'rows'"):
+        rows.force("rows")
+
+
+# ------------------------------------------------------------------ errors
+
+
+def _x(device: Device, shape: tuple[int, ...] = (4, 8), dtype: str = "f32") -> EmuArray:
+    return device.array(np.arange(np.prod(shape), dtype=np.float32).reshape(shape), dtype)
+
+
+def test_errors_name_the_argument(device: Device) -> None:
+    x = _x(device)
+    with pytest.raises(IndexError, match="argument 'dim' is 2, out of range for a 2-d input"):
+        ops.softmax(x, dim=2)
+    with pytest.raises(TypeError, match="argument 'dim' must be an int"):
+        ops.log_softmax(x, dim=1.0)
+    with pytest.raises(TypeError, match="argument 'input' has element type int32"):
+        ops.softmax(device.array(np.zeros((2, 3), np.int32)))
+    with pytest.raises(ValueError, match=r"argument 'normalized_shape' is \[4\], but the input "
+                                         r"has shape \[4, 8\]"):
+        ops.rms_norm(x, (4,))
+    with pytest.raises(ValueError, match=r"argument 'weight' has shape \[4\], expected \[8\]"):
+        ops.rms_norm(x, 8, _x(device, (4,)))
+    with pytest.raises(TypeError, match="argument 'bias' is bfloat16, the input float32"):
+        ops.layer_norm(x, [8], None, _x(device, (8,), "bf16"))
+    with pytest.raises(TypeError, match="argument 'eps' must be a number"):
+        ops.layer_norm(x, [8], eps="small")
+    with pytest.raises(ValueError, match=r"argument 'out' has shape \[4, 7\]"):
+        ops.softmax(x, out=device.empty((4, 7), "f32"))
+    with pytest.raises(TypeError, match="argument 'out' is bfloat16, the result float32"):
+        ops.softmax(x, out=device.empty((4, 8), "bf16"))
+    with pytest.raises(ValueError, match="argument 'out' overlaps argument 'input'"):
+        ops.softmax(x, out=x.view((4, 8), (8, 1), 1))
+
+
+def test_fused_add_errors_write_nothing(device: Device) -> None:
+    x, w = _x(device), _x(device, (8,))
+    residual = _x(device)
+    before = residual.numpy()
+    with pytest.raises(ValueError, match="argument 'residual' is float32 of shape"):
+        ops.fused_add_rms_norm(x, _x(device, (4, 9)), w, 1e-6)
+    with pytest.raises(ValueError, match="argument 'weight' has shape"):
+        ops.fused_add_rms_norm(x, residual, _x(device, (9,)), 1e-6)
+    with pytest.raises(TypeError, match="argument 'weight' is bfloat16"):
+        ops.fused_add_rms_norm(x, residual, _x(device, (8,), "bf16"), 1e-6)
+    with pytest.raises(ValueError, match="argument 'residual' overlaps argument 'input'"):
+        ops.fused_add_rms_norm(x, x.view((4, 8), (8, 1), 4), w, 1e-6)
+    with pytest.raises(ValueError, match="argument 'weight' overlaps argument 'input'"):
+        ops.fused_add_rms_norm(x, residual, x.view((8,), (1,)), 1e-6)
+    with pytest.raises(TypeError, match="argument 'eps' must be a number"):
+        ops.fused_add_rms_norm(x, residual, w, None)
+    assert np.array_equal(residual.numpy(), before)
+    assert not device.launches
+
+
+def test_a_plan_refuses_overlapping_arrays_on_every_call(device: Device) -> None:
+    """The plan's key holds no addresses: the overlap is checked each call, before any
+    launch, so that a later call with overlapping arrays fails writing nothing."""
+    buffer = device.array(np.ones(64, np.float32))
+    w = _x(device, (8,))
+    x, residual = buffer.view((2, 8), (8, 1)), buffer.view((2, 8), (8, 1), 32)
+    ops.fused_add_rms_norm(x, residual, w, 1e-6)  # apart: planned, run
+    launched = len(device.launches)
+    before = buffer.numpy()
+    overlapping = buffer.view((2, 8), (8, 1), 8)  # the same key: layout and alignment
+    with pytest.raises(ValueError, match="overlaps argument 'input'"):
+        ops.fused_add_rms_norm(x, overlapping, w, 1e-6)
+    assert len(device.launches) == launched
+    assert np.array_equal(buffer.numpy(), before)
+
+
+# ------------------------------------------------------------------ on the pretend device
+
+EMULATED = {
+    "warp": rows.Forced("warp", lanes=1),  # a row a thread: no shuffles
+    "split": rows.Forced("split", lanes=1, parts=2),  # a chunk a thread, several a row
+}
+
+
+def _inputs(rng: np.random.Generator, shape: tuple[int, ...], dtype: str,
+            scale: float = 4.0, shift: float = 0.0) -> np.ndarray:
+    values = rng.uniform(-scale, scale, shape) + shift
+    return values.astype(DTYPES[dtype].np_dtype())
+
+
+Run = Callable[[Device, np.random.Generator, tuple[int, ...], str], None]
+
+
+def _softmax(log: bool) -> Run:
+    def run(device: Device, rng: np.random.Generator, shape: tuple[int, ...],
+            dtype: str) -> None:
+        x = _inputs(rng, shape, dtype, 8.0)
+        fn = ops.log_softmax if log else ops.softmax
+        got = fn(device.array(x, dtype), dim=-1).numpy()
+        n = shape[-1]
+        if log:
+            want = ref.log_softmax(x)
+            ref.check(got, want, ref.log_softmax_bound(x, want, n, dtype), "log_softmax")
+        else:
+            want = ref.softmax(x)
+            ref.check(got, want, ref.softmax_bound(want, n, dtype), "softmax")
+            ref.sums_to_one(got, n, dtype)
+    return run
+
+
+def _rms(device: Device, rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> None:
+    x, w = _inputs(rng, shape, dtype), _inputs(rng, shape[-1:], dtype, 2.0)
+    got = ops.rms_norm(device.array(x, dtype), shape[-1:], device.array(w, dtype), 1e-5)
+    want = ref.rms_norm(x, 1, w, 1e-5)
+    ref.check(got.numpy(), want, ref.norm_bound(want, shape[-1], dtype), "rms_norm")
+
+
+def _layer(device: Device, rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> None:
+    x = _inputs(rng, shape, dtype, 2.0, 3.0)  # a mean to take away
+    w, b = _inputs(rng, shape[-1:], dtype, 2.0), _inputs(rng, shape[-1:], dtype, 2.0)
+    got = ops.layer_norm(device.array(x, dtype), [shape[-1]], device.array(w, dtype),
+                         device.array(b, dtype), 1e-5)
+    want = ref.layer_norm(x, 1, w, b, 1e-5)
+    bound = ref.norm_bound(want, shape[-1], dtype, ref.f64(b) + 4.0)
+    ref.check(got.numpy(), want, bound, "layer_norm")
+
+
+def _fused_add(device: Device, rng: np.random.Generator, shape: tuple[int, ...],
+               dtype: str) -> None:
+    x, r = _inputs(rng, shape, dtype), _inputs(rng, shape, dtype)
+    w = _inputs(rng, shape[-1:], dtype, 2.0)
+    xd, rd = device.array(x, dtype), device.array(r, dtype)
+    assert ops.fused_add_rms_norm(xd, rd, device.array(w, dtype), 1e-6) is None
+    total = ref.added(x, r, dtype)
+    assert np.array_equal(rd.numpy().view(np.uint8), total.view(np.uint8)), "the residual"
+    want = ref.rms_norm(total, 1, w, 1e-6)
+    ref.check(xd.numpy(), want, ref.norm_bound(want, shape[-1], dtype), "fused_add_rms_norm")
+
+
+RUNS: dict[str, Run] = {"softmax": _softmax(False), "log_softmax": _softmax(True),
+                        "rms_norm": _rms, "layer_norm": _layer, "fused_add_rms_norm": _fused_add}
+SHAPES = [(5, 37), (3, 1), (2, 3, 40), (1, 96)]
+
+
+@pytest.mark.parametrize("strategy", sorted(EMULATED))
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
+@pytest.mark.parametrize("op", sorted(RUNS))
+def test_every_op_and_strategy_on_the_pretend_device(device: Device, rng: np.random.Generator,
+                                                     op: str, dtype: str,
+                                                     strategy: str) -> None:
+    with rows.forced(EMULATED[strategy]):
+        for shape in SHAPES:
+            RUNS[op](device, rng, shape, dtype)
+
+
+# ------------------------------------------------------------------ layouts and edges
+
+
+@pytest.fixture
+def one_lane() -> Any:
+    """Every row op one thread a row (runs on the pretend device)."""
+    with rows.forced(EMULATED["warp"]):
+        yield
+
+
+def test_rows_with_a_stride_misaligned_and_in_place(device: Device, rng: np.random.Generator,
+                                                    one_lane: None) -> None:
+    wide = rng.uniform(-4, 4, (6, 50)).astype(np.float32)
+    buffer = device.array(wide)
+    x = buffer.view((6, 37), (50, 1), 1)  # a row stride of 50, element 1: misaligned
+    got = ops.softmax(x).numpy()
+    want = ref.softmax(wide[:, 1:38])
+    ref.check(got, want, ref.softmax_bound(want, 37, "f32"), "strided softmax")
+    out = device.empty((12, 60), "f32").view((6, 37), (120, 2), 3)  # strided out=
+    assert ops.log_softmax(x, out=out) is out
+    want = ref.log_softmax(wide[:, 1:38])
+    ref.check(out.numpy(), want, ref.log_softmax_bound(wide[:, 1:38], want, 37, "f32"),
+              "log_softmax into a strided out=")
+    ops.softmax(x, out=x)  # in place: the same view
+    ref.check(x.numpy(), ref.softmax(wide[:, 1:38]),
+              ref.softmax_bound(ref.softmax(wide[:, 1:38]), 37, "f32"), "in place")
+    assert np.array_equal(buffer.numpy()[:, 0], wide[:, 0])  # nothing else written
+    assert np.array_equal(buffer.numpy()[:, 38:], wide[:, 38:])
+
+
+def test_rows_that_do_not_merge_are_copied(device: Device, rng: np.random.Generator,
+                                           one_lane: None) -> None:
+    values = rng.uniform(-4, 4, (4, 6, 10)).astype(np.float32)
+    x = device.array(values)
+    for dim in (0, 1, -1):
+        got = ops.softmax(x, dim=dim).numpy()
+        want = ref.softmax(values, dim)
+        ref.check(got, want, ref.softmax_bound(want, values.shape[dim], "f32"), f"dim {dim}")
+    transposed = x.view((10, 6, 4), (1, 10, 60))
+    got = ops.log_softmax(transposed, dim=-1).numpy()
+    t = values.transpose(2, 1, 0)
+    want = ref.log_softmax(t)
+    ref.check(got, want, ref.log_softmax_bound(t, want, 4, "f32"), "transposed")
+    w = device.array(rng.uniform(-2, 2, (12, 10)).astype(np.float32)).view((6, 10), (20, 1))
+    got = ops.layer_norm(x, (6, 10), w, None, 1e-5).numpy()  # two dims; a strided weight
+    want = ref.layer_norm(values, 2, w.numpy(), None, 1e-5)
+    ref.check(got, want, ref.norm_bound(want, 60, "f32", 4.0), "two normalized dims")
+
+
+def test_empty_and_zero_dimensional_inputs(device: Device, one_lane: None) -> None:
+    for shape in ((0, 8), (4, 0)):
+        x = device.empty(shape, "bf16")
+        assert ops.softmax(x).numpy().shape == shape
+        assert ops.rms_norm(x, shape[-1:]).numpy().shape == shape
+        assert ops.layer_norm(x, shape[-1:]).numpy().shape == shape
+        assert ops.fused_add_rms_norm(x, device.empty(shape, "bf16"),
+                                      device.empty(shape[-1:], "bf16"), 1e-6) is None
+    assert not device.launches
+    scalar = device.array(np.array(3.5, np.float32))
+    assert ops.softmax(scalar, dim=0).numpy() == 1.0
+    assert ops.log_softmax(scalar, dim=-1).numpy() == 0.0
+
+
+def test_softmax_dtype_casts_the_input_first(device: Device, rng: np.random.Generator,
+                                             one_lane: None) -> None:
+    values = rng.uniform(-4, 4, (3, 20)).astype(np.float32)
+    got = ops.softmax(device.array(values), dtype="bfloat16").numpy()
+    assert got.dtype == DTYPES["bf16"].np_dtype()
+    narrow = values.astype(DTYPES["bf16"].np_dtype())
+    want = ref.softmax(narrow)
+    ref.check(got, want, ref.softmax_bound(want, 20, "bf16"), "dtype=bfloat16")
+
+
+def test_special_values(device: Device, one_lane: None) -> None:
+    """Large logits (no overflow: the max is taken away), a row with +inf (NaN, as torch),
+    a row of -inf (NaN), NaN inputs; the norms of a NaN row are NaN."""
+    inf, nan = float("inf"), float("nan")
+    values = np.array([[1000.0, 999.0, -1000.0, 0.0], [inf, 1.0, 2.0, 3.0],
+                       [-inf, -inf, -inf, -inf], [nan, 1.0, 2.0, 3.0],
+                       [-inf, 0.0, 1.0, -inf]], np.float32)
+    x = device.array(values)
+    with np.errstate(invalid="ignore"):
+        want = ref.softmax(values)
+        ref.check(ops.softmax(x).numpy(), want, ref.softmax_bound(want, 4, "f32"), "softmax")
+        want = ref.log_softmax(values)
+        got = ops.log_softmax(x).numpy()
+        ref.check(got, want, ref.log_softmax_bound(values, want, 4, "f32"), "log_softmax")
+        got = ops.rms_norm(x, 4, eps=1e-5).numpy()
+    assert np.isnan(got[3]).all() and np.isfinite(got[0]).all()
+
+
+def test_the_planner_runs_short_rows_a_row_a_thread(device: Device,
+                                                    rng: np.random.Generator) -> None:
+    """Unforced: rows of 16 floats are 4 vectors, one thread's (the planner's own choice,
+    which the pretend device runs)."""
+    values = rng.uniform(-4, 4, (300, 16)).astype(np.float32)
+    w = rng.uniform(-2, 2, 16).astype(np.float32)
+    got = ops.rms_norm(device.array(values), [16], device.array(w)).numpy()
+    eps = float(np.finfo(np.float32).eps)  # torch's default: the dtype's epsilon
+    want = ref.rms_norm(values, 1, w, eps)
+    ref.check(got, want, ref.norm_bound(want, 16, "f32"), "rms_norm, eps=None")
+
+
+# ------------------------------------------------------------------ torch.compile
+
+
+def test_the_custom_ops_schemas() -> None:
+    from tile_mlir.ops.torch_library import OPS, variants
+
+    schemas = {v.name: v.schema(e.form.returns) for e in OPS for v in variants(e)
+               if e.form.name in ("softmax", "rms_norm", "layer_norm", "fused_add")}
+    assert schemas == {
+        "softmax": "(Tensor input, int dim=-1, ScalarType? dtype=None) -> Tensor",
+        "log_softmax": "(Tensor input, int dim=-1, ScalarType? dtype=None) -> Tensor",
+        "rms_norm": "(Tensor input, int[] normalized_shape, Tensor? weight=None, "
+                    "float? eps=None) -> Tensor",
+        "layer_norm": "(Tensor input, int[] normalized_shape, Tensor? weight=None, "
+                      "Tensor? bias=None, float eps=1e-05) -> Tensor",
+        "fused_add_rms_norm": "(Tensor(a!) input, Tensor(b!) residual, Tensor weight, "
+                              "float eps) -> ()",
+    }
+
+
+def test_the_custom_ops_call_the_library_by_its_signature() -> None:
+    from tile_mlir.ops import torch_library as tl_
+
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    def record(*args: Any, **kwargs: Any) -> None:
+        calls.append((args, kwargs))
+
+    entry = next(e for e in tl_.OPS if e.name == "layer_norm")
+    tl_._library_call(record, entry, {"input": "x", "normalized_shape": [8], "weight": "w",
+                                      "bias": None, "eps": 1e-5}, False)
+    entry = next(e for e in tl_.OPS if e.name == "fused_add_rms_norm")
+    tl_._library_call(record, entry, {"input": "x", "residual": "r", "weight": "w",
+                                      "eps": 1e-6}, False)
+    assert calls == [(("x",), {"normalized_shape": [8], "weight": "w", "bias": None,
+                               "eps": 1e-5}),
+                     (("x", "r", "w"), {"eps": 1e-6})]
+
+
+def _torch_stand_ins(torch: Any) -> dict[str, Callable[..., Any]]:
+    """torch versions of the row ops with the library's signatures (CPU tensors)."""
+    F = torch.nn.functional
+
+    def softmax(input: Any, dim: int = -1, *, dtype: Any = None) -> Any:  # noqa: A002
+        return torch.softmax(input, dim, dtype=dtype)
+
+    def log_softmax(input: Any, dim: int = -1, *, dtype: Any = None) -> Any:  # noqa: A002
+        return torch.log_softmax(input, dim, dtype=dtype)
+
+    def rms_norm(input: Any, normalized_shape: Any, weight: Any = None,  # noqa: A002
+                 eps: Any = None) -> Any:
+        return F.rms_norm(input, normalized_shape, weight, eps)
+
+    def layer_norm(input: Any, normalized_shape: Any, weight: Any = None,  # noqa: A002
+                   bias: Any = None, eps: float = 1e-5) -> Any:
+        return F.layer_norm(input, normalized_shape, weight, bias, eps)
+
+    def fused_add_rms_norm(input: Any, residual: Any, weight: Any, eps: float) -> None:  # noqa: A002
+        total = input + residual
+        residual.copy_(total)
+        input.copy_(F.rms_norm(total, (input.shape[-1],), weight, eps))
+
+    return {"softmax": softmax, "log_softmax": log_softmax, "rms_norm": rms_norm,
+            "layer_norm": layer_norm, "fused_add_rms_norm": fused_add_rms_norm}
+
+
+def test_the_custom_ops_pass_opcheck_and_compile_with_torch() -> None:
+    """With torch (a CPU build will do): the row ops' custom ops, in a namespace of their
+    own over torch stand-ins, pass torch.library.opcheck (the in-place op's mutations
+    declared) and torch.compile(fullgraph=True) gives eager's results."""
+    torch = pytest.importorskip("torch")
+    from tile_mlir.ops import torch_library as tl_
+
+    functions = _torch_stand_ins(torch)
+    t = tl_.register([e for e in tl_.OPS if e.name in functions], "tile_mlir_rows_test",
+                     functions.get)
+    x, w, b, r = torch.randn(4, 8), torch.randn(8), torch.randn(8), torch.randn(4, 8)
+    for name, args in (("softmax", [x, 0, None]), ("log_softmax", [x, -1, torch.float64]),
+                       ("rms_norm", [x, [8], w, None]), ("layer_norm", [x, [8], w, b, 1e-5]),
+                       ("fused_add_rms_norm", [x.clone(), r.clone(), w, 1e-6])):
+        torch.library.opcheck(getattr(t.ops, name).default, args, {})
+
+    def block(x: Any, r: Any) -> tuple[Any, ...]:
+        z = t.layer_norm(t.softmax(x, dim=-1), [8], w, b, 1e-5)
+        t.fused_add_rms_norm(z, r, w, 1e-6)
+        return t.log_softmax(z, 0), t.rms_norm(r, (8,), w), z, r
+
+    want = block(x.clone(), r.clone())
+    got = torch.compile(block, backend="aot_eager", fullgraph=True)(x.clone(), r.clone())
+    for g, v in zip(got, want, strict=True):
+        torch.testing.assert_close(g, v)
+
+
+def test_the_command_line_explains_a_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    from tile_mlir.ops.__main__ import main
+
+    assert main(["--explain", "layer_norm:128x262144:f32"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("layer_norm f32 128x262144: cluster: ")
+    assert "a cluster of 8 CTAs of 1024 threads" in out
+
+
+def test_numpy_arrays_in_and_out(device: Device, rng: np.random.Generator,
+                                 one_lane: None) -> None:
+    """NumPy arrays go through device copies; in place means in place on the host too."""
+    x = rng.uniform(-2, 2, (3, 24)).astype(np.float32)
+    r = rng.uniform(-2, 2, (3, 24)).astype(np.float32)
+    w = rng.uniform(-2, 2, 24).astype(np.float32)
+    got = ops.layer_norm(x, 24, w, None)
+    assert isinstance(got, np.ndarray)
+    want = ref.layer_norm(x, 1, w, None, 1e-5)
+    ref.check(got, want, ref.norm_bound(want, 24, "f32", 4.0), "layer_norm of NumPy arrays")
+    total = ref.added(x, r, "f32")
+    ops.fused_add_rms_norm(x, r, w, 1e-6)
+    assert np.array_equal(r, total)
+    want = ref.rms_norm(total, 1, w, 1e-6)
+    ref.check(x, want, ref.norm_bound(want, 24, "f32"), "fused_add_rms_norm on the host")

@@ -1,0 +1,144 @@
+"""null tier: the fused row ops' programs compile for sm_90 into the PTX that makes them
+fast, for the strategies the planner chooses (ops/rows.py) at representative rows.
+
+For each: ptxas takes it with no spill (its -v report) and the PTX has no .local (a
+register tile left in memory); the row is read in 16-byte loads (ld.global.nc where
+the kernel only reads it) and written in 16-byte stores; and each reduction has the
+shape of its strategy: a butterfly of 5 shuffles (lanes of a row), plus one bar.sync
+(warps of a CTA), plus a cluster barrier and a distributed shared memory read per CTA
+(a cluster, .reqnctapercluster C; and one cluster barrier after the last reduction). The programs with such reductions cannot run on
+the pretend device: the gpu tier runs them.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tile_mlir
+from tile_mlir.ops import rows
+from tile_mlir.ops.programs import rows as programs
+from tile_mlir.ops.programs.lang import LangProgram
+from tile_mlir.ops.programs.rows import Geometry
+from tile_mlir.toolchain import find_ptxas
+
+REDUCTIONS = {"softmax": 2, "log_softmax": 2, "rms_norm": 1, "layer_norm": 2,
+              "fused_add_rms_norm": 1}
+"""Reductions of each op's one-pass kernel (layer norm: the mean, then the variance)."""
+
+
+def _arrays(op: str, m: int, n: int, dtype: str) -> dict[str, Any]:
+    from tile_mlir.lang import ArrayDesc
+
+    x = ArrayDesc(dtype, (m, n), None, 1 << 20)
+    y = ArrayDesc(dtype, (m, n), None, 1 << 32)
+    w = ArrayDesc(dtype, (n,), None, 1 << 34)
+    b = ArrayDesc(dtype, (n,), None, 1 << 35)
+    r = ArrayDesc(dtype, (m, n), None, 1 << 36)
+    return {"x": x, "y": y, "w": w, "b": b, "r": r}
+
+
+def _program(op: str, g: Geometry, m: int, n: int, dtype: str) -> LangProgram:
+    family = "softmax" if op == "log_softmax" else op
+    one = programs.KERNELS[family][0]
+    flags = {"LOG": True} if op == "log_softmax" else {}
+    return programs.specialize(one, _arrays(op, m, n, dtype), {"G": g.constexpr(), **flags})
+
+
+def _ptxas(ptx: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "k.ptx"
+        source.write_text(ptx)
+        done = subprocess.run([str(find_ptxas()), "-arch=sm_90", "-v", str(source), "-o",
+                               str(Path(tmp) / "k.cubin")], capture_output=True, text=True,
+                              check=True)
+    return done.stderr
+
+
+def _compiled(program: LangProgram) -> tuple[str, int]:
+    """The program's PTX, and the registers ptxas gives a thread (no spill, checked)."""
+    ptx = tile_mlir.compile(program.ir(), chip="sm_90", cache=False).ptx["kernels"]
+    report = _ptxas(ptx)
+    assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+    assert ".local" not in ptx, "a register tile is left in local memory"
+    found = re.search(r"Used (\d+) registers", report)
+    assert found is not None, report
+    return ptx, int(found.group(1))
+
+
+CASES = [
+    # op, M, N, dtype: the planner's choice for them (sm_90)
+    ("softmax", 4096, 1024, "bf16"),  # warp: 32 lanes a row, 8 rows a CTA
+    ("log_softmax", 32768, 1024, "f32"),
+    ("rms_norm", 8192, 4096, "bf16"),  # cta
+    ("layer_norm", 2048, 16384, "f32"),
+    ("fused_add_rms_norm", 8192, 16384, "bf16"),
+    ("softmax", 1024, 65536, "bf16"),  # cluster of 4
+    ("layer_norm", 1024, 32768, "f32"),  # cluster of 2
+    ("fused_add_rms_norm", 1024, 65536, "bf16"),
+    ("softmax", 256, 262144, "bf16"),  # cluster of 8 CTAs of 1024 threads
+]
+
+
+@pytest.mark.parametrize(("op", "m", "n", "dtype"), CASES, ids=str)
+def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype: str) -> None:
+    plan = rows.choose(m, n, rows.vector_width(n, dtype, []), clusters=True)
+    g = plan.geometry
+    ptx, registers = _compiled(_program(op, g, m, n, dtype))
+    assert registers <= 65536 // g.threads  # the CTA fits an SM's registers
+    loads = "ld.global.v4.b32" if op == "fused_add_rms_norm" else "ld.global.nc.v4.b32"
+    assert loads in ptx, "the row is not read in 16-byte loads"
+    assert "st.global.v4.b32" in ptx, "the row is not written in 16-byte stores"
+    reductions = REDUCTIONS[op]
+    lanes = min(g.lanes, 32)
+    assert ptx.count("shfl.sync.bfly") == reductions * (lanes.bit_length() - 1)
+    cta_wide = g.strategy != "warp" and g.threads > 32
+    assert ptx.count("bar.sync") == (reductions if cta_wide else 0)
+    clustered = g.strategy == "cluster"
+    # one before each reduction's reads, and one after the last (the next reduction's
+    # first stands for the one after an earlier reduction)
+    assert ptx.count("barrier.cluster.arrive") == (reductions + 1 if clustered else 0)
+    assert ptx.count("barrier.cluster.wait") == (reductions + 1 if clustered else 0)
+    assert ptx.count("ld.shared::cluster") == (reductions * g.ctas if clustered else 0)
+    assert (f".reqnctapercluster {g.ctas}, 1, 1" in ptx) == clustered
+
+
+@pytest.mark.parametrize("op", sorted(REDUCTIONS))
+def test_both_passes_of_split_compile_to_fast_ptx(op: str) -> None:
+    m, n, dtype = 32, 1 << 20, "bf16"
+    g = rows.choose(m, n, 8, clusters=True).geometry
+    assert g.strategy == "split"
+    family = "softmax" if op == "log_softmax" else op
+    _, first, second = programs.KERNELS[family]
+    arrays = _arrays(op, m, n, dtype)
+    from tile_mlir.lang import ArrayDesc
+
+    arrays["stats"] = ArrayDesc("f32", (m, rows.STATS[family], g.chunks), None, 1 << 37)
+    if family == "fused_add_rms_norm":
+        arrays["x"], arrays["y"] = arrays["r"], arrays["x"]  # pass 2 reads the residual
+    flags = {"LOG": True} if op == "log_softmax" else {}
+    for function in (first, second):
+        program = programs.specialize(function, arrays, {"G": g.constexpr(), **flags})
+        ptx, _ = _compiled(program)
+        assert "st.global" in ptx
+        assert ".reqnctapercluster" not in ptx and "barrier.cluster" not in ptx
+
+
+def test_the_cluster_strategy_forced_on_a_short_row() -> None:
+    """What the gpu tier forces (the cluster lowering on a row the planner would give a
+    warp): 2 CTAs of 64 threads (two warps each) over 1000 floats, a partial last part;
+    and 2 CTAs of one warp each (no warps to fold within a CTA)."""
+    g = rows.Forced("cluster", ctas=2, lanes=128).plan(7, 1000, 4).geometry
+    assert (g.ctas, g.threads) == (2, 64)
+    ptx, _ = _compiled(_program("softmax", g, 7, 1000, "f32"))
+    assert ptx.count("barrier.cluster.arrive") == 3 and ptx.count("bar.sync") == 2
+    assert ptx.count("mapa.shared::cluster") == 4
+    g = rows.Forced("cluster", ctas=2).plan(7, 1000, 4).geometry
+    assert (g.ctas, g.threads) == (2, 32)
+    ptx, _ = _compiled(_program("rms_norm", g, 7, 1000, "f32"))
+    assert ptx.count("barrier.cluster.arrive") == 2 and "bar.sync" not in ptx

@@ -1,0 +1,605 @@
+"""The fused row programs (issue 12), written with tile_mlir.lang: softmax and
+log_softmax, RMSNorm, layer norm and vLLM's fused add + RMSNorm over the rows of an
+[M, N] view (a row stride of any size given at launch, the elements of a row
+contiguous), each row read once into registers, reduced, and written once.
+
+A row of N elements is N / V vectors of V elements (16 bytes where N, the strides and
+the alignment allow). P threads hold a row (`Geometry`: the strategy the planner,
+ops/rows.py, chose), each one vector of every *part*: part k is a register tile [P, V]
+(layout `S[(P, V):(1@tid, 1)]`) of vectors k*P ... k*P + P - 1, read from a view of
+the row with one tile.copy; the last part may be short (the copy pads it) and every
+store takes the part's overlap with the row. The parts are separate tiles, so that
+every op over them is straight-line code (no loop over registers for LLVM to keep in
+local memory). The strategies differ in who the P threads are:
+
+- "warp": a group of P lanes (1..32) per row, R = threads / P rows per CTA: tiles [R,
+  P, V] (`S[(R, P, V):(P@tid, 1@tid, 1)]`), reductions a butterfly within the group;
+- "cta": the CTA's threads, one row per CTA: reductions across its warps (shuffles,
+  then the warps' partials through shared memory after one barrier);
+- "cluster": the threads of a thread block cluster of C CTAs (`tl.cluster`, sm_90),
+  one row per cluster: the CTAs' partials meet through distributed shared memory
+  between two cluster barriers;
+- "split": two kernels per op for rows longer than a cluster holds (or a GPU without
+  clusters): pass 1 reduces each chunk of a row (one CTA per chunk) into partial
+  statistics in a temporary [M, S, chunks] f32 array (softmax: the chunk's max and sum
+  of exp; RMSNorm: its sum of squares; layer norm: count, mean and M2, combined with
+  Chan's formula); pass 2 (one CTA per chunk again) combines the row's partials and
+  normalizes its chunk.
+
+Every value is computed in f32 (16-bit inputs converted as they are loaded) and
+rounded once into the output's type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Annotated, Any, Protocol
+
+import tile_mlir.lang as tl
+from tile_mlir.dtypes import DTYPES
+from tile_mlir.lang.kernel import KernelFunction
+from tile_mlir.ops.programs.lang import LangProgram
+
+NEG_INF = float("-inf")
+FLOOR = -3.4028234663852886e38
+"""The most negative f32: a chunk's max where all of it is -inf (so that the chunk's sum
+of exp is 0, not exp(-inf + inf) = NaN, and the row's combined sum stays right)."""
+
+STRATEGIES = ("warp", "cta", "cluster", "split")
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """How rows map onto threads: P threads (`lanes`) hold a row, one vector of `vec`
+    elements of each part; `rows` rows per CTA (strategy "warp"), `ctas` CTAs per row
+    (a cluster), `parts` parts per chunk and `chunks` chunks per row (strategy
+    "split"; one chunk, the whole row, otherwise)."""
+
+    strategy: str
+    vec: int
+    lanes: int
+    rows: int = 1
+    ctas: int = 1
+    parts: int = 0  # per chunk ("split"); 0: as many as the row needs
+    chunks: int = 1
+
+    @staticmethod
+    def of(value: Any) -> Geometry:
+        """The Geometry of a kernel's constexpr G (a tuple: constexprs are plain values)."""
+        return value if isinstance(value, Geometry) else Geometry(*value)
+
+    def constexpr(self) -> tuple[Any, ...]:
+        return (self.strategy, self.vec, self.lanes, self.rows, self.ctas, self.parts,
+                self.chunks)
+
+    @property
+    def threads(self) -> int:
+        """Threads per CTA."""
+        return self.lanes * self.rows // self.ctas
+
+    def row_parts(self, n: int) -> int:
+        """Parts per chunk of a row of n elements (never one past the row's end)."""
+        need = -(-(n // self.vec) // self.lanes)
+        return min(self.parts, need) if self.parts else need
+
+    def grid(self, m: int) -> int:
+        """CTAs for m rows."""
+        if self.strategy == "warp":
+            return -(-m // self.rows)
+        return m * self.ctas * self.chunks
+
+
+def _threads(constexprs: dict[str, Any]) -> int:
+    return Geometry.of(constexprs["G"]).threads
+
+
+def _cluster(constexprs: dict[str, Any]) -> int | None:
+    g = Geometry.of(constexprs["G"])
+    return g.ctas if g.ctas > 1 else None
+
+
+# ------------------------------------------------------------------ row tiles
+
+
+class Rows:
+    """The rows (or the chunk of a row) one CTA or cluster holds, as register tiles:
+    made while a kernel is built (the body API), one per part."""
+
+    def __init__(self, g: Geometry, n: int):
+        self.g, self.n = g, n
+        self.scope = tl.cluster if g.ctas > 1 else tl.cta
+        self.nv = n // g.vec  # vectors per row
+        self.parts = g.row_parts(n)
+        block = tl.block_id()
+        self.row: Any = block  # an Index, or a slice of rows (strategy "warp")
+        self.first: Any = 0  # the chunk's first vector in the row
+        self.chunk: Any = 0
+        if g.rows > 1:
+            self.row = slice(block * g.rows, block * g.rows + g.rows)  # clamped to M
+        elif g.ctas * g.chunks > 1:
+            self.row = block // (g.ctas * g.chunks)
+        if g.chunks > 1:
+            self.chunk = block % g.chunks
+            self.first = self.chunk * (self.parts * g.lanes)
+        self._views: dict[int, tuple[tl.Tensor, list[tl.Tensor]]] = {}
+
+    # -------------------------------------------------------------- layouts
+
+    @property
+    def multi(self) -> bool:
+        return self.g.rows > 1
+
+    @cached_property
+    def shape(self) -> tuple[int, ...]:
+        g = self.g
+        return (g.rows, g.lanes, g.vec) if self.multi else (g.lanes, g.vec)
+
+    @cached_property
+    def layout(self) -> str:
+        g = self.g
+        if self.multi:
+            return f"S[({g.rows}, {g.lanes}, {g.vec}):({g.lanes}@tid, 1@tid, 1)]"
+        return f"S[({g.lanes}, {g.vec}):(1@tid, 1)]"
+
+    @cached_property
+    def held(self) -> str:
+        """A value per row, held by every thread of the row."""
+        g = self.g
+        if self.multi:
+            return f"S[({g.rows}, 1, 1):({g.lanes}@tid, 1, 1)], R[{g.lanes}:1@tid]"
+        return f"S[(1, 1)], R[{g.lanes}:1@tid]"
+
+    @property
+    def axes(self) -> tuple[int, ...] | None:
+        return (1, 2) if self.multi else None
+
+    def tile(self, dtype: Any = tl.f32) -> tl.Tensor:
+        return tl.alloc_reg(self.shape, dtype, self.layout)
+
+    def tiles(self, dtype: Any = tl.f32) -> list[tl.Tensor]:
+        return [self.tile(dtype) for _ in range(self.parts)]
+
+    def scalar(self) -> tl.Tensor:
+        ones = (self.g.rows, 1, 1) if self.multi else (1, 1)
+        return tl.alloc_reg(ones, tl.f32, self.held)
+
+    # -------------------------------------------------------------- views
+
+    def views(self, t: tl.Tensor) -> list[tl.Tensor]:
+        """The part views of this CTA's rows of an [M, N] tensor: made once per tensor, so
+        that reading a part and writing it back touch the very same view (tile-barriers
+        then knows the same threads touch each element: no barrier between)."""
+        made = self._views.get(id(t))
+        if made is None:
+            made = self._views[id(t)] = (t, self._make_views(t))
+        return made[1]
+
+    def _make_views(self, t: tl.Tensor) -> list[tl.Tensor]:
+        g = self.g
+        if self.multi:
+            rows = t[self.row]
+            whole = rows.reshape((rows.shape[0], self.nv, g.vec))
+            return [whole[:, k * g.lanes:(k + 1) * g.lanes] for k in range(self.parts)]
+        return self._parts(t[self.row].reshape((self.nv, g.vec)))
+
+    def _parts(self, whole: tl.Tensor) -> list[tl.Tensor]:
+        """A row's [N / V, V] view cut into parts: a chunk's of it (static when the
+        chunks divide the row, so that the parts are static subviews of one view)."""
+        g = self.g
+        span = self.parts * g.lanes
+        if isinstance(self.first, int):
+            chunk = whole
+        elif self.nv % span == 0:
+            chunk = whole[tl.ds(self.first, span)]
+        else:
+            chunk = whole[self.first:self.first + span]  # the last chunk is short
+        return [chunk[k * g.lanes:(k + 1) * g.lanes] for k in range(self.parts)]
+
+    def vector_views(self, w: tl.Tensor) -> list[tl.Tensor]:
+        """The part views of an [N] tensor (a weight), broadcast over the rows."""
+        g = self.g
+        parts = self._parts(w.reshape((self.nv, g.vec)))
+        if not self.multi:
+            return parts
+        return [p.reshape((1, p.shape[0], g.vec)) for p in parts]
+
+    def load(self, t: tl.Tensor, padding: float) -> list[tl.Tensor]:
+        """The CTA's parts of t in registers (in t's dtype), padded past the row."""
+        tiles = self.tiles(t.dtype)
+        for tile, view in zip(tiles, self.views(t), strict=True):
+            self.scope.copy(tile, view, padding=padding)
+        return tiles
+
+    def valid(self, k: int) -> Any:
+        """Elements of part k that lie in the row (an int, or an i64 scalar for a chunk)."""
+        g = self.g
+        start = k * g.lanes * g.vec
+        if not isinstance(self.first, int):
+            left = self.n - (self.first * g.vec + start)
+            return tl.maximum(tl.minimum(left, g.lanes * g.vec), 0).to(tl.i64)
+        return max(min(self.n - start, g.lanes * g.vec), 0)
+
+    # -------------------------------------------------------------- reductions
+
+    def fold(self, op: str, tiles: Sequence[tl.Tensor]) -> tl.Tensor:
+        """The parts combined elementwise (`op`: maximum, add) into one f32 tile."""
+        if len(tiles) == 1:
+            return tiles[0]
+        acc = self.tile()
+        self.scope.elementwise(op, acc, tiles[0], tiles[1])
+        for t in tiles[2:]:
+            self.scope.elementwise(op, acc, acc, t)
+        return acc
+
+    def reduce(self, kind: str, tiles: Sequence[tl.Tensor]) -> tl.Tensor:
+        """A row's max or sum over its parts: held by every thread of the row."""
+        dst = self.scalar()
+        combine = {"max": "maximum", "sum": "add"}[kind]
+        self.scope.reduce(kind, dst, self.fold(combine, tiles), axes=self.axes)
+        return dst
+
+    def sum_of_squares(self, tiles: Sequence[tl.Tensor]) -> tl.Tensor:
+        acc = self.tile()
+        self.scope.mul(acc, tiles[0], tiles[0])
+        for t in tiles[1:]:
+            self.scope.fma(acc, t, t, acc)
+        dst = self.scalar()
+        self.scope.sum(dst, acc, axes=self.axes)
+        return dst
+
+
+# ------------------------------------------------------------------ the op bodies
+
+
+def softmax_apply(rows: Rows, raw: list[tl.Tensor], m: tl.Tensor, s: tl.Tensor,
+                  y: tl.Tensor, *, log: bool, exps: list[tl.Tensor] | None = None) -> None:
+    """y = exp(x - m) / s, or (x - m) - log(s) (torch's order of operations)."""
+    scope = rows.scope
+    if log:
+        scope.log(s, s)
+    else:
+        scope.reciprocal(s, s)
+    for k, (x, out) in enumerate(zip(raw, rows.views(y), strict=True)):
+        t = exps[k] if exps is not None else rows.tile()
+        if log:
+            scope.sub(t, x, m)
+            scope.sub(out, t, s)
+            continue
+        if exps is None:
+            scope.sub(t, x, m)
+            scope.exp(t, t)
+        scope.mul(out, t, s)
+
+
+def softmax_rows_body(rows: Rows, x: tl.Tensor, y: tl.Tensor, log: bool) -> None:
+    raw = rows.load(x, NEG_INF)
+    m = rows.reduce("max", raw)
+    # softmax keeps exp(x - m) (in place for f32); log_softmax only sums it
+    keep = not log
+    exps = [t if keep and x.dtype == "f32" else rows.tile() for t in raw]
+    for x_k, e in zip(raw, exps, strict=True):
+        rows.scope.sub(e, x_k, m)
+        rows.scope.exp(e, e)
+    s = rows.reduce("sum", exps)
+    softmax_apply(rows, raw, m, s, y, log=log, exps=exps if keep else None)
+
+
+def rms_apply(rows: Rows, raw: list[tl.Tensor], ss: tl.Tensor, *, eps: Any,
+              w: tl.Tensor | None, y: tl.Tensor) -> None:
+    """y = x * rsqrt(ss / N + eps) (* w), rounded once."""
+    scope = rows.scope
+    scope.fma(ss, ss, 1.0 / rows.n, eps)
+    scope.rsqrt(ss, ss)
+    weights = rows.vector_views(w) if w is not None else [None] * len(raw)
+    for x, out, wk in zip(raw, rows.views(y), weights, strict=True):
+        if wk is None:
+            scope.mul(out, x, ss)
+            continue
+        t = rows.tile()
+        scope.mul(t, x, ss)
+        scope.mul(out, t, wk)
+
+
+def layer_apply(rows: Rows, raw: list[tl.Tensor], mean: tl.Tensor, var: tl.Tensor, *,
+                eps: Any, wb: tuple[tl.Tensor | None, tl.Tensor | None],
+                y: tl.Tensor) -> None:
+    """y = (x - mean) * rsqrt(var + eps) (* w) (+ b), rounded once."""
+    scope = rows.scope
+    scope.add(var, var, eps)
+    scope.rsqrt(var, var)
+    w, b = wb
+    weights = rows.vector_views(w) if w is not None else [None] * len(raw)
+    biases = rows.vector_views(b) if b is not None else [None] * len(raw)
+    for x, out, wk, bk in zip(raw, rows.views(y), weights, biases, strict=True):
+        t = rows.tile()
+        scope.sub(t, x, mean)
+        last = wk is None and bk is None
+        scope.mul(out if last else t, t, var)
+        if wk is not None:
+            scope.mul(out if bk is None else t, t, wk)
+        if bk is not None:
+            scope.add(out, t, bk)
+
+
+def centered_squares(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, mean: tl.Tensor
+                     ) -> tl.Tensor:
+    """The sum of (x - mean)^2 over the row's elements only: past the row, a part's
+    padding (0) would add mean^2 each. A tile of one row per CTA is zeroed there by
+    tail_fill (its positions are the row's); tiles of several rows take x - mean from
+    memory into zeros (the part's overlap, just read: the L1 cache has it)."""
+    scope = rows.scope
+    views = rows.views(x)
+    acc = rows.tile()
+    for k, x_k in enumerate(raw):
+        d = rows.tile()
+        limit = rows.valid(k)
+        full = isinstance(limit, int) and limit == rows.g.lanes * rows.g.vec
+        if full:
+            scope.sub(d, x_k, mean)
+        elif not rows.multi:
+            scope.sub(d, x_k, mean)
+            scope.tail_fill(d, d, 0.0, limit, 0)
+        else:
+            scope.fill(d, 0.0)
+            scope.sub(d, views[k], mean)
+        if k == 0:
+            scope.mul(acc, d, d)
+        else:
+            scope.fma(acc, d, d, acc)
+    dst = rows.scalar()
+    scope.sum(dst, acc, axes=rows.axes)
+    return dst
+
+
+def layer_stats_of(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, count: Any
+                   ) -> tuple[tl.Tensor, tl.Tensor]:
+    """(mean, M2) of the elements held: count of them (an int or an f32 scalar)."""
+    mean = rows.reduce("sum", raw)
+    rows.scope.mul(mean, mean, 1.0 / count)
+    return mean, centered_squares(rows, raw, x, mean)
+
+
+def add_residual(rows: Rows, x: tl.Tensor, r: tl.Tensor) -> list[tl.Tensor]:
+    """s = x + r rounded to their dtype, written into r (vLLM's residual); s's parts."""
+    xs, rs = rows.load(x, 0.0), rows.load(r, 0.0)
+    total = rows.tiles(x.dtype)
+    for a, b, s in zip(xs, rs, total, strict=True):
+        rows.scope.add(s, a, b)
+    for s, view in zip(total, rows.views(r), strict=True):
+        rows.scope.copy(view, s)
+    return total
+
+
+# ------------------------------------------------------------------ two passes
+
+
+class Partials:
+    """A row's chunk statistics in pass 2 of "split": stats[row, i, :] (one value per
+    chunk) as register tiles [P, 1] over the CTA's threads, padded past the chunks."""
+
+    def __init__(self, rows: Rows, stats: tl.Tensor):
+        self.rows, self.stats = rows, stats
+        self.chunks = rows.g.chunks
+        self.lanes = rows.g.lanes
+        self.parts = -(-self.chunks // self.lanes)
+        self.layout = f"S[({self.lanes}, 1):(1@tid, 1)]"
+
+    def load(self, i: int, padding: float) -> list[tl.Tensor]:
+        column = self.stats[self.rows.row, i].reshape((self.chunks, 1))
+        tiles = []
+        for k in range(self.parts):
+            tile = tl.alloc_reg((self.lanes, 1), tl.f32, self.layout)
+            self.rows.scope.copy(tile, column[k * self.lanes:(k + 1) * self.lanes],
+                                 padding=padding)
+            tiles.append(tile)
+        return tiles
+
+    def tile(self) -> tl.Tensor:
+        return tl.alloc_reg((self.lanes, 1), tl.f32, self.layout)
+
+    def total(self, kind: str, tiles: Sequence[tl.Tensor]) -> tl.Tensor:
+        dst = self.rows.scalar()
+        combine = {"max": "maximum", "sum": "add"}[kind]
+        acc = tiles[0]
+        if len(tiles) > 1:
+            acc = self.tile()
+            self.rows.scope.elementwise(combine, acc, tiles[0], tiles[1])
+            for t in tiles[2:]:
+                self.rows.scope.elementwise(combine, acc, acc, t)
+        self.rows.scope.reduce(kind, dst, acc)
+        return dst
+
+
+def put(rows: Rows, stats: tl.Tensor, values: Sequence[tl.Tensor]) -> None:
+    """Pass 1's statistics of this chunk into stats[row, i, chunk] (one writer each)."""
+    for i, value in enumerate(values):
+        rows.scope.copy(stats[tl.ds(rows.row, 1), i, tl.ds(rows.chunk, 1)], value)
+
+
+def softmax_totals(p: Partials) -> tuple[tl.Tensor, tl.Tensor]:
+    """The row's max M and sum of exp(x - M), from the chunks' (m, s)."""
+    ms, ss = p.load(0, NEG_INF), p.load(1, 0.0)
+    top = p.total("max", ms)
+    for m, s in zip(ms, ss, strict=True):
+        p.rows.scope.sub(m, m, top)
+        p.rows.scope.exp(m, m)
+        p.rows.scope.mul(m, m, s)
+    return top, p.total("sum", ms)
+
+
+def layer_totals(p: Partials, n: int) -> tuple[tl.Tensor, tl.Tensor]:
+    """The row's mean and variance from the chunks' (count, mean, M2) (Chan et al.)."""
+    scope = p.rows.scope
+    counts, means, m2s = p.load(0, 0.0), p.load(1, 0.0), p.load(2, 0.0)
+    weighted = [p.tile() for _ in counts]
+    for w, c, m in zip(weighted, counts, means, strict=True):
+        scope.mul(w, c, m)
+    mean = p.total("sum", weighted)
+    scope.mul(mean, mean, 1.0 / n)
+    for c, m, m2 in zip(counts, means, m2s, strict=True):
+        scope.sub(m, m, mean)
+        scope.mul(c, c, m)
+        scope.fma(m2, c, m, m2)  # M2_k + n_k (mean_k - mean)^2
+    var = p.total("sum", m2s)
+    scope.mul(var, var, 1.0 / n)
+    return mean, var
+
+
+def chunk_count(rows: Rows) -> Any:
+    """The elements of this chunk of the row (the last one may be short), as f32."""
+    g = rows.g
+    size = rows.parts * g.lanes * g.vec
+    if not isinstance(rows.first, int):
+        left = rows.n - rows.first * g.vec
+        return tl.minimum(left, size).to(tl.f32)
+    return min(rows.n, size)
+
+
+# ------------------------------------------------------------------ kernels
+
+Row = Annotated[tl.Tensor, "D", ("M", "N")]
+Vector = Annotated[tl.Tensor, "D", ("N",)]
+Stats = Annotated[tl.Tensor, "f32", ("M", "S", "CH")]
+
+
+@tl.kernel(threads=_threads, cluster=_cluster, static=("N",))
+def softmax_rows(x: Row, y: Row, *, G: tl.constexpr, LOG: tl.constexpr = False) -> None:
+    softmax_rows_body(Rows(Geometry.of(G), x.shape[1]), x, y, LOG)
+
+
+@tl.kernel(threads=_threads, cluster=_cluster, static=("N",))
+def rms_norm_rows(x: Row, w: Vector, y: Row, eps: tl.f32, *, G: tl.constexpr,
+                  HAS_W: tl.constexpr = True) -> None:
+    rows = Rows(Geometry.of(G), x.shape[1])
+    raw = rows.load(x, 0.0)
+    rms_apply(rows, raw, rows.sum_of_squares(raw), eps=eps, w=w if HAS_W else None, y=y)
+
+
+@tl.kernel(threads=_threads, cluster=_cluster, static=("N",))
+def layer_norm_rows(x: Row, w: Vector, b: Vector, y: Row, eps: tl.f32, *, G: tl.constexpr,
+                    HAS_W: tl.constexpr = True, HAS_B: tl.constexpr = True) -> None:
+    rows = Rows(Geometry.of(G), x.shape[1])
+    raw = rows.load(x, 0.0)
+    mean, var = layer_stats_of(rows, raw, x, rows.n)
+    rows.scope.mul(var, var, 1.0 / rows.n)
+    layer_apply(rows, raw, mean, var, eps=eps, wb=(w if HAS_W else None, b if HAS_B else None),
+                y=y)
+
+
+@tl.kernel(threads=_threads, cluster=_cluster, static=("N",))
+def add_rms_norm_rows(x: Row, r: Row, w: Vector, eps: tl.f32, *, G: tl.constexpr) -> None:
+    rows = Rows(Geometry.of(G), x.shape[1])
+    total = add_residual(rows, x, r)
+    rms_apply(rows, total, rows.sum_of_squares(total), eps=eps, w=w, y=x)
+
+
+@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+def softmax_stats(x: Row, stats: Stats, *, G: tl.constexpr) -> None:
+    rows = Rows(Geometry.of(G), x.shape[1])
+    raw = rows.load(x, NEG_INF)
+    m = rows.reduce("max", raw)
+    rows.scope.maximum(m, m, FLOOR)
+    exps = [rows.tile() for _ in raw]
+    for x_k, e in zip(raw, exps, strict=True):
+        rows.scope.sub(e, x_k, m)
+        rows.scope.exp(e, e)
+    put(rows, stats, [m, rows.reduce("sum", exps)])
+
+
+@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+def softmax_split(x: Row, stats: Stats, y: Row, *, G: tl.constexpr,
+                  LOG: tl.constexpr = False) -> None:
+    rows = Rows(Geometry.of(G), x.shape[1])
+    m, s = softmax_totals(Partials(rows, stats))
+    softmax_apply(rows, rows.load(x, NEG_INF), m, s, y, log=LOG)
+
+
+@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+def rms_stats(x: Row, stats: Stats, *, G: tl.constexpr) -> None:
+    rows = Rows(Geometry.of(G), x.shape[1])
+    put(rows, stats, [rows.sum_of_squares(rows.load(x, 0.0))])
+
+
+@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+def add_rms_stats(x: Row, r: Row, stats: Stats, *, G: tl.constexpr) -> None:
+    rows = Rows(Geometry.of(G), x.shape[1])
+    put(rows, stats, [rows.sum_of_squares(add_residual(rows, x, r))])
+
+
+@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+def rms_split(x: Row, w: Vector, stats: Stats, y: Row, eps: tl.f32, *, G: tl.constexpr,
+              HAS_W: tl.constexpr = True) -> None:
+    """Pass 2 of RMSNorm (x the input) and of the fused add (x the residual, y the input
+    it overwrites)."""
+    rows = Rows(Geometry.of(G), x.shape[1])
+    p = Partials(rows, stats)
+    ss = p.total("sum", p.load(0, 0.0))
+    rms_apply(rows, rows.load(x, 0.0), ss, eps=eps, w=w if HAS_W else None, y=y)
+
+
+@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+def layer_stats(x: Row, stats: Stats, *, G: tl.constexpr) -> None:
+    rows = Rows(Geometry.of(G), x.shape[1])
+    raw = rows.load(x, 0.0)
+    count = chunk_count(rows)
+    held = rows.scalar()
+    rows.scope.fill(held, count)
+    mean, m2 = layer_stats_of(rows, raw, x, count)
+    put(rows, stats, [held, mean, m2])
+
+
+@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+def layer_split(x: Row, w: Vector, b: Vector, stats: Stats, y: Row,  # noqa: PLR0917 - the kernel's arguments
+                eps: tl.f32, *, G: tl.constexpr, HAS_W: tl.constexpr = True,
+                HAS_B: tl.constexpr = True) -> None:
+    rows = Rows(Geometry.of(G), x.shape[1])
+    mean, var = layer_totals(Partials(rows, stats), rows.n)
+    layer_apply(rows, rows.load(x, 0.0), mean, var, eps=eps,
+                wb=(w if HAS_W else None, b if HAS_B else None), y=y)
+
+
+# ------------------------------------------------------------------ the spine's protocol
+
+
+class Described(Protocol):
+    """What specializing needs of an array (ops.args.Array has it)."""
+
+    @property
+    def dtype(self) -> str: ...
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def strides(self) -> tuple[int, ...]: ...
+
+    @property
+    def pointer(self) -> int: ...
+
+
+def specialize(function: KernelFunction, arrays: Mapping[str, Described],
+               constexprs: Mapping[str, Any]) -> LangProgram:
+    """The program of `function` for these arrays (by parameter name; their addresses
+    decide the alignment classes and which of them overlap) and constexprs."""
+    given: dict[str, Any] = {}
+    for p in function.info.params:
+        if p.kind == "tensor":
+            a = arrays[p.name]
+            given[p.name] = tl.ArrayDesc(a.dtype, a.shape, a.strides, a.pointer or None)
+        elif p.kind == "scalar":
+            given[p.name] = 0.0 if DTYPES[p.dtype].is_float else 0
+        elif p.name in constexprs:
+            given[p.name] = constexprs[p.name]
+    spec = function.signature(**given)
+    return LangProgram(function, spec, f"tile_mlir.ops rows: {spec!r}")
+
+
+KERNELS: dict[str, tuple[KernelFunction, ...]] = {
+    "softmax": (softmax_rows, softmax_stats, softmax_split),
+    "rms_norm": (rms_norm_rows, rms_stats, rms_split),
+    "layer_norm": (layer_norm_rows, layer_stats, layer_split),
+    "fused_add_rms_norm": (add_rms_norm_rows, add_rms_stats, rms_split),
+}
+"""Per op family: the one-pass kernel, then pass 1 and pass 2 of "split"."""

@@ -1,0 +1,641 @@
+"""Fused row ops, as torch (and vLLM) have them: softmax, log_softmax, rms_norm,
+layer_norm and fused_add_rms_norm.
+
+    tile_mlir.ops.softmax(input, dim=-1, *, dtype=None, out=None)
+    tile_mlir.ops.log_softmax(input, dim=-1, *, dtype=None, out=None)
+    tile_mlir.ops.rms_norm(input, normalized_shape, weight=None, eps=None)
+    tile_mlir.ops.layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5)
+    tile_mlir.ops.fused_add_rms_norm(input, residual, weight, eps)   # in place, vLLM's
+
+f32, f16 and bf16, computed in f32 and rounded once into the input's type. A call
+views its input as [M, N] rows (N: the size along `dim`, or the normalized dims; M:
+every other dim merged, with any row stride), reads each row once and writes it once;
+a layout whose rows do not merge so (softmax over an inner dim, a transposed input) is
+first copied into a contiguous temporary with the row dims last. The kernels are the
+tile programs of programs/rows.py, and the planner below chooses one of their four
+strategies by the row length, the dtype, the rows and the GPU, and says why (`explain`).
+
+Errors name the argument and come before any launch: a dim out of range, a
+normalized_shape that is not the input's trailing dims, a weight or bias of another
+shape or dtype, a residual of another shape or dtype, arrays that overlap where the op
+writes (so a failed call writes nothing, `residual` included).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tile_mlir.contract import ACCESS_BYTES
+from tile_mlir.dtypes import DTYPES
+from tile_mlir.ops import args, entry, kernels
+from tile_mlir.ops.args import Array, Scalar, torch_name
+from tile_mlir.ops.elementwise import In, apply
+from tile_mlir.ops.plan import Builder, Num, Value
+from tile_mlir.ops.programs import rows as programs
+from tile_mlir.ops.programs.rows import Geometry
+
+SUPPORTED = ("f32", "f16", "bf16")
+MACHINE_EPS = {"f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}
+"""torch.finfo(dtype).eps: rms_norm's default eps."""
+NAMES = ("softmax", "log_softmax", "rms_norm", "layer_norm", "fused_add_rms_norm")
+
+SMS = 132
+"""Streaming multiprocessors of an H100 SXM: the grid should give each several CTAs."""
+BLOCK = 256
+"""Threads of a CTA of short rows (strategy "warp")."""
+HELD = 32
+"""f32 values of a row a thread holds at most (its registers: 32 of data keep a
+1024-thread CTA under its 64 registers a thread without spilling)."""
+MAX_PARTS = 16
+"""Parts (register tiles) a row's program holds at most (narrow accesses make many): the
+straight-line code grows with them."""
+MAX_CTA = 1024
+CLUSTERS = (2, 4, 8)
+"""Cluster sizes tried, smallest first (8: the largest portable one)."""
+SPLIT_THREADS = 256
+
+
+# ------------------------------------------------------------------ the planner
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A strategy for rows of one length, and why it was chosen."""
+
+    geometry: Geometry
+    reason: str
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def parts_limit(vec: int) -> int:
+    """Parts a thread may hold: HELD values, MAX_PARTS tiles at most."""
+    return max(1, min(MAX_PARTS, HELD // vec))
+
+
+def _warp(m: int, nv: int, vec: int) -> Plan | None:
+    """A group of lanes per row, several rows a CTA; fewer rows a CTA where the grid
+    would not give every SM two CTAs."""
+    lanes = min(32, _pow2(-(-nv // parts_limit(vec))))
+    if -(-nv // lanes) > parts_limit(vec):
+        return None
+    rows = BLOCK // lanes
+    while rows > 1 and rows * lanes > 64 and -(-m // rows) < 2 * SMS:
+        rows //= 2
+    g = Geometry("warp", vec, lanes, rows)
+    return Plan(g, f"a row of {nv * vec} fits {lanes} lane(s) holding "
+                   f"{g.row_parts(nv * vec) * vec} elements each: {rows} rows a CTA of "
+                   f"{g.threads} threads, reductions within the lanes (no barrier)")
+
+
+def _cta(nv: int, vec: int, most: int) -> Plan | None:
+    threads = max(64, _pow2(-(-nv // parts_limit(vec))))
+    if threads > most:
+        return None
+    g = Geometry("cta", vec, threads)
+    return Plan(g, f"a row of {nv * vec} fits one CTA of {threads} threads holding "
+                   f"{g.row_parts(nv * vec) * vec} elements each; reductions across its "
+                   "warps through shared memory (one barrier each)")
+
+
+def _cluster(nv: int, vec: int, clusters: bool) -> Plan | None:
+    """The fewest CTAs (of at most 512 threads, else 1024) that hold the row."""
+    if not clusters:
+        return None
+    for most in (MAX_CTA // 2, MAX_CTA):
+        for ctas in CLUSTERS:
+            threads = max(128, _pow2(-(-nv // (parts_limit(vec) * ctas))))
+            if threads <= most:
+                g = Geometry("cluster", vec, threads * ctas, 1, ctas)
+                return Plan(g, f"a row of {nv * vec} is too long for one CTA's registers: "
+                               f"a cluster of {ctas} CTAs of {threads} threads holds it "
+                               f"({g.row_parts(nv * vec) * vec} elements a thread); their "
+                               "partials meet in distributed shared memory")
+    return None
+
+
+def _split(nv: int, vec: int, clusters: bool) -> Plan:
+    parts = parts_limit(vec)
+    span = SPLIT_THREADS * parts
+    chunks = -(-nv // span)
+    g = Geometry("split", vec, SPLIT_THREADS, 1, 1, parts, chunks)
+    why = "longer than a cluster holds" if clusters else "too long for one CTA on a GPU " \
+        "without thread block clusters"
+    return Plan(g, f"a row of {nv * vec} is {why}: two passes over {chunks} chunks of "
+                   f"{span * vec} (partial statistics, then their combination and the "
+                   "normalization; the row is read twice)")
+
+
+def choose(m: int, n: int, vec: int, clusters: bool) -> Plan:
+    """The strategy for m rows of n elements accessed `vec` at a time (see the module
+    docstring of programs/rows.py): a group of lanes, a CTA, a cluster (where the GPU
+    has them) or two passes, the first that holds the row in registers."""
+    nv = n // vec
+    found = _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
+        _cluster(nv, vec, clusters) or _cta(nv, vec, MAX_CTA)
+    return found or _split(nv, vec, clusters)
+
+
+@dataclass(frozen=True)
+class Forced:
+    """A strategy to use whatever the planner would choose (tests, benchmarks): its
+    threads per row (lanes; per chunk for "split"), CTAs per cluster, parts per chunk."""
+
+    strategy: str
+    lanes: int | None = None
+    ctas: int = 2
+    parts: int | None = None
+
+    def plan(self, m: int, n: int, vec: int) -> Plan:
+        nv = n // vec
+        lanes = self.lanes
+        if self.strategy == "warp":
+            lanes = lanes or min(32, _pow2(nv))
+            g = Geometry("warp", vec, lanes, max(1, min(BLOCK // lanes, _pow2(m))))
+        elif self.strategy in ("cta", "cluster"):
+            ctas = self.ctas if self.strategy == "cluster" else 1
+            lanes = lanes or ctas * max(32, _pow2(-(-nv // (parts_limit(vec) * ctas))))
+            g = Geometry(self.strategy, vec, lanes, 1, ctas)
+        else:
+            lanes = lanes or SPLIT_THREADS
+            parts = self.parts or parts_limit(vec)
+            g = Geometry("split", vec, lanes, 1, 1, parts, -(-nv // (lanes * parts)))
+        return Plan(g, f"forced: {self.strategy}")
+
+
+_forced: list[Forced] = []
+
+
+def force(choice: Forced | str | None, **options: Any) -> None:
+    """Make every row op use a strategy (`force("cluster", ctas=4)`; None: plan again)."""
+    if isinstance(choice, str):
+        choice = Forced(choice, **options)
+    if choice is not None and choice.strategy not in programs.STRATEGIES:
+        raise ValueError(f"strategy {choice.strategy!r}: one of "
+                         f"{', '.join(programs.STRATEGIES)}")
+    _forced[:] = [choice] if choice is not None else []
+    entry.clear()
+
+
+@contextmanager
+def forced(choice: Forced | str, **options: Any) -> Iterator[None]:
+    force(choice, **options)
+    try:
+        yield
+    finally:
+        force(None)
+
+
+def has_clusters(device: int) -> bool:
+    """Thread block clusters: compute capability 9.0 and later."""
+    chip = kernels.chip(device)
+    digits = "".join(c for c in chip or "" if c.isdigit())
+    return bool(digits) and int(digits) >= 90
+
+
+def plan_for(m: int, n: int, vec: int, device: int) -> Plan:
+    if _forced:
+        return _forced[0].plan(m, n, vec)
+    return choose(m, n, vec, has_clusters(device))
+
+
+def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
+            clusters: bool = True) -> str:
+    """Why the planner runs `op` over the last dim of a contiguous `shape` as it does."""
+    if op not in NAMES or dtype not in SUPPORTED:
+        raise ValueError(f"explain: {op} {dtype}: the row ops are {', '.join(NAMES)}, on "
+                         f"{', '.join(SUPPORTED)}")
+    n = shape[-1] if shape else 1
+    m = math.prod(shape[:-1])
+    plan = choose(m, n, vector_width(n, dtype, []), clusters)
+    return f"{op} {dtype} {m}x{n}: {plan.geometry.strategy}: {plan.reason}"
+
+
+def vector_width(n: int, dtype: str, divisors: Sequence[int]) -> int:
+    """Elements per access: 16 bytes, narrowed to divide the row length, the row strides
+    and the arrays' element offsets (`divisors`)."""
+    vec = ACCESS_BYTES // DTYPES[dtype].bytes
+    while vec > 1 and any(d % vec for d in (n, *divisors)):
+        vec //= 2
+    return vec
+
+
+# ------------------------------------------------------------------ arguments
+
+
+def _input(value: Any, name: str, what: str) -> Array:
+    if not isinstance(value, Array):
+        raise TypeError(f"{what}: argument '{name}' must be an array, got "
+                        f"{type(value).__name__}")
+    if value.dtype not in SUPPORTED:
+        raise TypeError(f"{what}: argument '{name}' has element type "
+                        f"{torch_name(value.dtype)}; {what} takes "
+                        f"{', '.join(torch_name(d) for d in SUPPORTED)}")
+    return value
+
+
+def normalize_dim(dim: Any, rank: int, what: str) -> int:
+    """A dim as torch takes it: in [-rank, rank) (a 0-d tensor: 0 or -1)."""
+    if not isinstance(dim, int | np.integer) or isinstance(dim, bool):
+        raise TypeError(f"{what}: argument 'dim' must be an int, got {dim!r}")
+    extent = max(rank, 1)
+    if not -extent <= dim < extent:
+        raise IndexError(f"{what}: argument 'dim' is {dim}, out of range for a {rank}-d "
+                         f"input (expected in [{-extent}, {extent - 1}])")
+    return int(dim) % extent
+
+
+def normalized_dims(normalized_shape: Any, x: Array, what: str) -> int:
+    """How many trailing dims normalized_shape names (it must be x's trailing dims)."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int | np.integer) else \
+        normalized_shape
+    try:
+        sizes = tuple(int(s) for s in shape)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what}: argument 'normalized_shape' must be an int or a sequence "
+                        f"of ints, got {normalized_shape!r}") from None
+    k = len(sizes)
+    if not k or k > len(x.shape) or tuple(x.shape[len(x.shape) - k:]) != sizes:
+        raise ValueError(f"{what}: argument 'normalized_shape' is {list(sizes)}, but the "
+                         f"input has shape {list(x.shape)}: normalized_shape must be its "
+                         f"last {k or 1} dim(s)")
+    return k
+
+
+def _parameter(value: Any, name: str, x: Array, shape: tuple[int, ...], what: str
+               ) -> Array | None:
+    """A weight or bias: None, or an array of `shape` and x's dtype on x's device."""
+    if value is None:
+        return None
+    if not isinstance(value, Array):
+        raise TypeError(f"{what}: argument '{name}' must be an array or None, got "
+                        f"{type(value).__name__}")
+    if value.shape != shape:
+        raise ValueError(f"{what}: argument '{name}' has shape {list(value.shape)}, expected "
+                         f"{list(shape)}")
+    if value.dtype != x.dtype:
+        raise TypeError(f"{what}: argument '{name}' is {torch_name(value.dtype)}, the input "
+                        f"{torch_name(x.dtype)}: they must be of one dtype")
+    return value
+
+
+def _merge(dims: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
+    """(size, stride) of dims (outer first, size-1 dims dropped) that step through memory
+    as one, or None."""
+    dims = [(size, stride) for size, stride in dims if size != 1]
+    if not dims:
+        return 1, 0
+    size, stride = dims[-1]
+    for outer_size, outer_stride in reversed(dims[:-1]):
+        if outer_stride != stride * size:
+            return None
+        size *= outer_size
+    return size, stride
+
+
+def as_rows(a: Array, lead: int) -> Array | None:
+    """a as [M, N]: its first `lead` dims merged into M (a row stride of any size, not
+    negative), the others into N (contiguous); None where they do not merge so."""
+    n = math.prod(a.shape[lead:])
+    m = math.prod(a.shape[:lead])
+    inner = _merge(list(zip(a.shape[lead:], a.strides[lead:], strict=True)))
+    outer = _merge(list(zip(a.shape[:lead], a.strides[:lead], strict=True)))
+    if inner is None or outer is None or (n > 1 and inner[1] != 1):
+        return None
+    stride = outer[1] if m > 1 else n
+    if stride < 0:
+        return None
+    return a.view((m, n), (stride, 1))
+
+
+def _permuted(a: Array, order: Sequence[int]) -> Array:
+    return a.view(tuple(a.shape[i] for i in order), tuple(a.strides[i] for i in order))
+
+
+def rows_of(b: Builder, a: Array, lead: int, what: str) -> Array:
+    """a's rows as [M, N]: a view, or a contiguous copy where a's rows do not merge."""
+    view = as_rows(a, lead)
+    if view is not None:
+        return view
+    copy = apply(b, "cast", [In(a)], b.temporary(a.shape, a.dtype), result=a.dtype,
+                 what=what)
+    found = as_rows(copy, lead)
+    assert found is not None
+    return found
+
+
+@dataclass
+class Target:
+    """Where a row op writes: `rows`, a view of the output, or a temporary copied into
+    `out` after (`copy`)."""
+
+    rows: Array
+    copy: tuple[Array, Array] | None = None  # (temporary, the output's view it goes to)
+
+    def finish(self, b: Builder, what: str) -> None:
+        if self.copy is not None:
+            temporary, view = self.copy
+            apply(b, "cast", [In(temporary)], view, result=view.dtype, what=what)
+
+
+def target_of(b: Builder, out: Array, lead: int) -> Target:
+    view = as_rows(out, lead)
+    if view is not None:
+        return Target(view)
+    temporary = b.temporary(out.shape, out.dtype)
+    found = as_rows(temporary, lead)
+    assert found is not None
+    return Target(found, (temporary, out))
+
+
+def vector_of(n: int, arrays: Sequence[Array]) -> int:
+    """The access width every array allows: row strides (of arrays of several rows) and
+    element offsets."""
+    divisors = [a.offset for a in arrays]
+    divisors += [a.strides[0] for a in arrays if len(a.shape) == 2 and a.shape[0] > 1]
+    return vector_width(n, arrays[0].dtype, divisors)
+
+
+# ------------------------------------------------------------------ launches
+
+
+STATS = {"softmax": 2, "rms_norm": 1, "layer_norm": 3, "fused_add_rms_norm": 1}
+"""Partial statistics per chunk in "split": softmax (max, sum of exp), RMSNorm (sum of
+squares), layer norm (count, mean, M2)."""
+
+
+def _launch(b: Builder, function: Any, g: Geometry, m: int, arrays: dict[str, Array], *,
+            scalars: dict[str, Value], **constexprs: Any) -> None:
+    """One kernel of programs/rows.py on `m` rows: its arguments by its roles."""
+    program = programs.specialize(function, arrays, {"G": g.constexpr(), **constexprs})
+    values: list[Value] = []
+    for role in program.spec.roles:
+        name = program.spec.params[role.param].name
+        if role.kind == "scalar":
+            values.append(scalars[name])
+            continue
+        a = arrays[name]
+        values.append(b.pointer(a) if role.kind == "array" else a.shape[role.dim]
+                      if role.kind == "size" else a.strides[role.dim]
+                      if role.kind == "stride" else a.offset)
+    b.launch(program, (g.grid(m), 1, 1), values)
+
+
+@dataclass
+class RowCall:
+    """One call's rows, as the kernels take them: [M, N] views (x, and y, r), [N]
+    vectors (w, b), eps, and the flags of the ones the call has."""
+
+    family: str  # a key of programs.KERNELS
+    arrays: dict[str, Array]
+    scalars: dict[str, Value]
+    flags: dict[str, Any]
+
+    @property
+    def m(self) -> int:
+        return self.arrays["x"].shape[0]
+
+    @property
+    def n(self) -> int:
+        return self.arrays["x"].shape[1]
+
+
+def run(b: Builder, call: RowCall) -> Plan:
+    """Plan the call's rows and launch its kernels (one, or the two passes of "split")."""
+    rows = [a for a in call.arrays.values() if a.numel]
+    plan = plan_for(call.m, call.n, vector_of(call.n, rows), b.device)
+    g = plan.geometry
+    one, first, second = programs.KERNELS[call.family]
+    if g.strategy != "split":
+        _launch(b, one, g, call.m, call.arrays, scalars=call.scalars, **call.flags)
+        return plan
+    stats = b.temporary((call.m, STATS[call.family], g.chunks), "f32")
+    given = {**call.arrays, "stats": stats}
+    pass_one = {"x": given["x"], "stats": stats}
+    if call.family == "fused_add_rms_norm":
+        pass_one["r"] = given["r"]
+        # pass 2 reads the sum from the residual and overwrites the input
+        pass_two = {"x": given["r"], "w": given["w"], "stats": stats, "y": given["x"]}
+    else:
+        pass_two = {k: v for k, v in given.items() if k != "r"}
+    _launch(b, first, g, call.m, pass_one, scalars={})
+    flags = {"HAS_W": True} if call.family == "fused_add_rms_norm" else call.flags
+    _launch(b, second, g, call.m, pass_two, scalars=call.scalars, **flags)
+    return plan
+
+
+# ------------------------------------------------------------------ the ops
+
+
+def _softmax(b: Builder, what: str, input: Any, dim: Any, *, dtype: Any,  # noqa: A002
+             out: Array | None, log: bool) -> str:
+    x = _input(input, "input", what)
+    result = x.dtype if dtype is None else args.dtype_of(dtype, "dtype", what, SUPPORTED)
+    b.place([x] if out is None else [x, out])
+    d = normalize_dim(dim, len(x.shape), what)
+    if out is not None:
+        _check_out(out, x.shape, result, what)
+        args.check_overlap(out, [x], what)
+    if result != x.dtype:  # torch casts the input first
+        x = apply(b, "cast", [In(x)], b.temporary(x.shape, result), result=result, what=what)
+    target = out if out is not None else b.output(x.shape, result)
+    if not x.numel:
+        return b.object_of(target)
+    order = [*(i for i in range(len(x.shape)) if i != d), d] if x.shape else []
+    lead = max(len(order) - 1, 0)
+    xr = rows_of(b, _permuted(x, order) if x.shape else x.view((1, 1), (1, 1)), lead, what)
+    where = target_of(b, _permuted(target, order), lead) if x.shape else \
+        Target(target.view((1, 1), (1, 1)))
+    run(b, RowCall("softmax", {"x": xr, "y": where.rows}, {}, {"LOG": log}))
+    where.finish(b, what)
+    return b.object_of(target)
+
+
+def _check_out(out: Array, shape: tuple[int, ...], result: str, what: str) -> None:
+    if out.shape != shape:
+        raise ValueError(f"{what}: argument 'out' has shape {list(out.shape)}, the result "
+                         f"{list(shape)}")
+    if out.dtype != result:
+        raise TypeError(f"{what}: argument 'out' is {torch_name(out.dtype)}, the result "
+                        f"{torch_name(result)}")
+
+
+def _eps(value: Any, x: Array, what: str) -> float:
+    """eps: a number (None: torch's default for rms_norm, the dtype's machine epsilon)."""
+    if value is None:
+        return MACHINE_EPS[x.dtype]
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{what}: argument 'eps' must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _vector(b: Builder, a: Array | None, x: Array, what: str) -> Array:
+    """A weight or bias as the kernels take it, [N] contiguous (a copy where it is not);
+    a stand-in (x's first row) where there is none."""
+    n = x.shape[1]
+    if a is None:
+        return x.view((n,), (1,))
+    flat = as_rows(a, 0)
+    if flat is None:
+        flat = rows_of(b, a, 0, what)
+    return flat.view((n,), (1,))
+
+
+def _norm(b: Builder, what: str, input: Any, normalized_shape: Any, *,  # noqa: A002
+          params: dict[str, Any], eps: float | None) -> str:
+    x = _input(input, "input", what)
+    k = normalized_dims(normalized_shape, x, what)
+    shape = tuple(x.shape[len(x.shape) - k:])
+    given = {name: _parameter(value, name, x, shape, what) for name, value in params.items()}
+    b.place([x, *(a for a in given.values() if a is not None)])
+    epsilon = _eps(eps, x, what)
+    target = b.output(x.shape, x.dtype)
+    if not x.numel:
+        return b.object_of(target)
+    lead = len(x.shape) - k
+    xr = rows_of(b, x, lead, what)
+    where = target_of(b, target, lead)
+    arrays = {"x": xr, "y": where.rows}
+    names = {"weight": ("w", "HAS_W"), "bias": ("b", "HAS_B")}
+    flags = {}
+    for name, a in given.items():
+        key, flag = names[name]
+        arrays[key] = _vector(b, a, xr, what)
+        flags[flag] = a is not None
+    family = "layer_norm" if "bias" in params else "rms_norm"
+    run(b, RowCall(family, arrays, {"eps": epsilon}, flags))
+    where.finish(b, what)
+    return b.object_of(target)
+
+
+@entry.op({"input": "array", "out": "out"}, name="softmax")
+def softmax(b: Builder, input: Any, dim: int = -1, *, dtype: Any = None,  # noqa: A002
+            out: Array | None = None) -> str:
+    """softmax(input, dim=-1, *, dtype=None, out=None) -> Tensor
+
+    torch.softmax along `dim`: exp(x - max) / sum(exp(x - max)), in f32, rounded once
+    into the result's dtype (the input's, or `dtype`: the input cast to it first)."""
+    return _softmax(b, "softmax", input, dim, dtype=dtype, out=out, log=False)
+
+
+@entry.op({"input": "array", "out": "out"}, name="log_softmax")
+def log_softmax(b: Builder, input: Any, dim: int = -1, *, dtype: Any = None,  # noqa: A002
+                out: Array | None = None) -> str:
+    """log_softmax(input, dim=-1, *, dtype=None, out=None) -> Tensor
+
+    torch.log_softmax along `dim`: (x - max) - log(sum(exp(x - max))), in f32, rounded
+    once into the result's dtype."""
+    return _softmax(b, "log_softmax", input, dim, dtype=dtype, out=out, log=True)
+
+
+@entry.op({"input": "array", "weight": "optional"}, name="rms_norm")
+def rms_norm(b: Builder, input: Any, normalized_shape: Any, weight: Any = None,  # noqa: A002
+             eps: float | None = None) -> str:
+    """rms_norm(input, normalized_shape, weight=None, eps=None) -> Tensor
+
+    torch.nn.functional.rms_norm: x / sqrt(mean(x^2) + eps) * weight over the
+    normalized (last) dims, in f32, rounded once; eps defaults to the dtype's epsilon."""
+    return _norm(b, "rms_norm", input, normalized_shape, params={"weight": weight}, eps=eps)
+
+
+@entry.op({"input": "array", "weight": "optional", "bias": "optional"}, name="layer_norm")
+def layer_norm(b: Builder, input: Any, normalized_shape: Any,  # noqa: A002, PLR0917 - torch's
+               weight: Any = None, bias: Any = None, eps: float = 1e-5) -> str:
+    """layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05) -> Tensor
+
+    torch.nn.functional.layer_norm: (x - mean) / sqrt(var + eps) * weight + bias over
+    the normalized (last) dims, var biased, in f32, rounded once."""
+    return _norm(b, "layer_norm", input, normalized_shape,
+                 params={"weight": weight, "bias": bias}, eps=eps)
+
+
+def _overlap_error(message: str) -> None:
+    raise ValueError(message)
+
+
+def _refuse_overlap(b: Builder, a: Array, other: Array, what: str) -> None:
+    """ValueError when a and other share memory: now, and in every later call of the plan
+    (its key holds no addresses), before anything is launched."""
+    message = (f"{what}: argument '{a.name}' overlaps argument '{other.name}': both are "
+               "written in place, or one is read while the other is written")
+    if args.overlaps(a, other):
+        raise ValueError(message)
+    if not a.root or not other.root:
+        return
+
+    def bounds(x: Array) -> tuple[str, str]:
+        low, high = args.span(x)
+        return f"{x.root} + {x.delta + low}", f"{x.root} + {x.delta + high}"
+
+    (a_low, a_high), (o_low, o_high) = bounds(a), bounds(other)
+    raiser = b.name(_overlap_error, "_ROWS")
+    b.check(f"{a_low} < {o_high} and {o_low} < {a_high}", f"{raiser}({message!r})")
+
+
+def _in_place(b: Builder, a: Array, lead: int, what: str) -> Target:
+    """An array a kernel updates in place: its rows, or a contiguous copy of them copied
+    back after (`Target.finish`)."""
+    view = as_rows(a, lead)
+    if view is not None:
+        return Target(view)
+    copy = rows_of(b, a, lead, what)
+    return Target(copy, (copy.view(a.shape, args.row_major(a.shape)), a))
+
+
+@entry.op({"input": "array", "residual": "array", "weight": "array", "eps": "number"},
+          name="fused_add_rms_norm")
+def fused_add_rms_norm(b: Builder, input: Any, residual: Any, weight: Any,  # noqa: A002
+                       eps: Any) -> str:
+    """fused_add_rms_norm(input, residual, weight, eps) -> None
+
+    vLLM's fused residual add and RMSNorm over the last dim, in place: residual becomes
+    input + residual (rounded to their dtype) and input becomes rms_norm(input +
+    residual) * weight; each array is read once and written once."""
+    what = "fused_add_rms_norm"
+    x, r = _input(input, "input", what), _input(residual, "residual", what)
+    if not x.shape:
+        raise ValueError(f"{what}: argument 'input' is 0-d; it needs a last dim to normalize")
+    if r.shape != x.shape or r.dtype != x.dtype:
+        raise ValueError(f"{what}: argument 'residual' is {torch_name(r.dtype)} of shape "
+                         f"{list(r.shape)}, the input {torch_name(x.dtype)} of shape "
+                         f"{list(x.shape)}: they must match")
+    w = _parameter(weight, "weight", x, (x.shape[-1],), what)
+    assert w is not None
+    b.place([x, r, w])
+    assert isinstance(eps, Scalar)
+    for a, other in ((r, x), (w, x), (w, r)):
+        _refuse_overlap(b, a, other, what)
+    if not x.numel:
+        return "None"  # nothing to write back either
+    lead = len(x.shape) - 1
+    xs, rs = _in_place(b, x, lead, what), _in_place(b, r, lead, what)
+    run(b, RowCall("fused_add_rms_norm", {"x": xs.rows, "r": rs.rows,
+                                          "w": _vector(b, w, xs.rows, what)},
+                   {"eps": Num(eps.expr)}, {}))
+    xs.finish(b, what)
+    rs.finish(b, what)
+    return _written_back(b, [x, r])
+
+
+def _write_back(pairs: Sequence[tuple[Any, Any]]) -> None:
+    for device_copy, original in pairs:
+        original[...] = args.to_host(device_copy)
+
+
+def _written_back(b: Builder, written: Sequence[Array]) -> str:
+    """The result of an op that writes arrays in place and returns None: a NumPy array
+    (staged through a device copy) gets the copy's values back after the launches."""
+    staged = [a for a in written if a.host is not None]
+    if not staged:
+        return "None"
+    back = b.name(_write_back, "_ROWS")
+    pairs = ", ".join(f"({b.object_of(a)}, {b.name(a.host)})" for a in staged)
+    return f"{back}(({pairs},))"
