@@ -121,3 +121,29 @@ def test_a_refusal_from_python_is_at_the_call() -> None:
     text = str(caught.value)
     assert f"thread_programs.py:{line}:" in text.splitlines()[0], text
     assert "at scope 'warpgroup' needs whole warpgroups, but the block has 100 threads" in text
+
+
+ROW_TAIL = """gpu.module @kernels {
+  gpu.func @k(%x: memref<1029x1xf32>, %z: memref<1029x1xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+    %r = "tile.alloc"() {layout = #tile.layout<"S[(256, 1):(1@tid, 1)]">} : () -> memref<256x1xf32, #gpu.address_space<private>>
+    %s = memref.subview %x[1024, 0] [TAIL, 1] [1, 1] : memref<1029x1xf32> to memref<TAILx1xf32, strided<[1, 1], offset: 1024>>
+    "tile.copy"(%r, %s) {padding = 0xFFF0000000000000 : f64, scope = "cta"} : (memref<256x1xf32, #gpu.address_space<private>>, memref<TAILx1xf32, strided<[1, 1], offset: 1024>>) -> ()
+    %t = memref.subview %z[1024, 0] [TAIL, 1] [1, 1] : memref<1029x1xf32> to memref<TAILx1xf32, strided<[1, 1], offset: 1024>>
+    "tile.elementwise"(%t, %r) {op = "neg", operandSegmentSizes = array<i32: 1, 1, 0, 0>, scope = "cta"} : (memref<TAILx1xf32, strided<[1, 1], offset: 1024>>, memref<256x1xf32, #gpu.address_space<private>>) -> ()
+    gpu.return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("tail", [1, 2, 5])
+def test_a_row_tail_written_from_registers_by_its_holders(tail: int) -> None:
+    """A memory dst that ends before the register tile (a row's last `tail` elements, as
+    the fused row ops write them) is written on the overlap by the threads holding it: a
+    size of 1 there is where the dst ends, not a broadcast (every thread would write the
+    one element, the last writer's padding winning)."""
+    x = np.random.default_rng(tail).standard_normal((1029, 1)).astype(np.float32)
+    z = np.full((1029, 1), np.nan, np.float32)
+    simt.emulate(ROW_TAIL.replace("TAIL", str(tail)), [x, z])
+    np.testing.assert_array_equal(z[1024:1024 + tail], -x[1024:1024 + tail])
+    assert np.isnan(z[:1024]).all() and np.isnan(z[1024 + tail:]).all()

@@ -74,7 +74,9 @@ class Access:
         """The operand's access; without `buffers` (when only planning, as predicates do)
         a tile.alloc operand has no storage to address yet. `over` is the op's iteration
         shape (dim_roles), when it may differ from the operand's."""
-        broadcast, tails = dim_roles(operand.shape, over, broadcasting)
+        # a dst is never broadcast (one element cannot take many results): a size of 1
+        # under a larger extent is where it ends, a tail (a row's last element)
+        broadcast, tails = dim_roles(operand.shape, over, broadcasting and operand.index != 0)
         if operand.layout is None:
             return Access(operand, None, None, broadcast, tails)
         storage = buffers.storage(operand.value) if buffers is not None else None
