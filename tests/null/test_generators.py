@@ -186,6 +186,7 @@ def test_eval_mode_returns_the_input(device: Device, rng: np.random.Generator) -
     assert ops.dropout(x, 0.5, training=False) is x
     same, mask = ops.dropout(x, 0.5, training=False, return_mask=True)
     assert same is x and mask.numpy().all()
+    assert type(mask) is type(x)  # the input's kind (a torch tensor for torch), not a buffer
 
 
 def test_library_generator(device: Device, rng: np.random.Generator) -> None:

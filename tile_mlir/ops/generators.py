@@ -213,6 +213,7 @@ def dropout(b: Builder, input: Any, p: Any = 0.5, training: bool = True,  # noqa
     if inplace and out is not None:
         raise ValueError("dropout: give 'inplace=True' or 'out', not both")
     if not training:
+        b.place([x])  # the mask is the input's kind (nothing else places the call here)
         b.check(f"not 0.0 <= {p.expr} < 1.0", f"_P_ERROR({p.expr})")
         if not 0.0 <= float(p.value) < 1.0:
             _p_error(p.value)
