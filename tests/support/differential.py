@@ -1614,8 +1614,9 @@ class TorchReference(Reference):
             return ops_torch.gated_reference(case.op, args[0], model)
         fp8 = any(self._fp8(a) for a in [*args, *kwargs.values()])
         if fp8:
-            args = [self._widen(a) for a in args]
-            kwargs = {k: self._widen(v) for k, v in kwargs.items()}
+            shadows: dict[int, Any] = {}
+            args = [self._widen(a, shadows) for a in args]
+            kwargs = {k: self._widen(v, shadows) for k, v in kwargs.items()}
             if case.op == "nan_to_num" and model in FP8:  # the fp8 type's extremes
                 kwargs.setdefault("posinf", float(max_value(model)))
                 kwargs.setdefault("neginf", float(lowest(model)))
@@ -1629,8 +1630,18 @@ class TorchReference(Reference):
         return isinstance(value, self.torch.Tensor) and \
             self.names.get(str(value.dtype).removeprefix("torch.")) in FP8
 
-    def _widen(self, value: Any) -> Any:
-        return value.float() if self._fp8(value) else value
+    def _widen(self, value: Any, shadows: dict[int, Any]) -> Any:
+        """An fp8 tensor as float32, the same view of a float32 copy of its storage (one
+        copy per storage): views that overlap or repeat elements (out= expanded, or over
+        an input's storage) still do, so torch's checks of out= see what it would."""
+        if not self._fp8(value):
+            return value
+        storage = value.untyped_storage()
+        shadow = shadows.get(storage.data_ptr())
+        if shadow is None:
+            flat = self.torch.empty(0, dtype=value.dtype, device=value.device).set_(storage)
+            shadow = shadows[storage.data_ptr()] = flat.float()
+        return shadow.as_strided(value.size(), value.stride(), value.storage_offset())
 
     def _tensor(self, value: Any, like: Any, op: str) -> Any:
         if isinstance(value, self.torch.Tensor):
