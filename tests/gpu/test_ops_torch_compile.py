@@ -74,6 +74,13 @@ def _special_arguments(name: str) -> list[Any] | None:
         return _rope_arguments(name)
     if name in ("dropout", "dropout_mask"):
         return [torch.randn(4, 8, device="cuda"), 0.25, True, 11, 0]
+    rows, weight = torch.randn(4, 8, device="cuda"), torch.rand(8, device="cuda") + 0.5
+    if name == "rms_norm":  # the row ops' normalized_shape, weights and eps
+        return [rows, [8], weight, 1e-6]
+    if name == "layer_norm":
+        return [rows, [8], weight, torch.randn(8, device="cuda"), 1e-5]
+    if name == "fused_add_rms_norm":
+        return [rows, torch.randn(4, 8, device="cuda"), weight, 1e-6]
     return {"alibi": [6, 10, torch.float32, carrier],
             "sinusoidal": [10, 8, torch.float32, carrier]}.get(name)
 
