@@ -81,6 +81,8 @@ def test_index_width() -> None:
     assert scale.signature(D("f32", (2, big // 2)), D("f32", (2, big // 2)), 1.0).index_bits == 64
     far = D("f32", (2, 8), (big, 1))  # a small array whose last element is far away
     assert scale.signature(far, D("f32", (2, 8)), 1.0).index_bits == 64
+    backwards = D("f32", (2, 8), (-8, 1))  # a reversed view: offsets below its base
+    assert scale.signature(backwards, D("f32", (2, 8)), 1.0).index_bits == 64
 
 
 def test_static_dims_and_constexprs() -> None:

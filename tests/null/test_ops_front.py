@@ -113,6 +113,8 @@ def test_stride_classes_and_index_width() -> None:
     assert not layout.fits_32_bits(big, [0, 0], 4096)
     reaching = Coalesced((8, 8), ((8, 1), (1 << 29, 1)))  # a stride that reaches past 2^31
     assert not layout.fits_32_bits(reaching, [0, 0], 4096)
+    reversed_rows = Coalesced((300, 63), ((63, 1), (-64, 1)))  # CuPy's x[::-1, 1:]
+    assert not layout.fits_32_bits(reversed_rows, [0, 19137], 4096)
 
 
 def test_pieces() -> None:

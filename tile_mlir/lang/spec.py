@@ -345,8 +345,11 @@ def cluster_of(info: KernelInfo, values: Mapping[str, Any]) -> tuple[int, int, i
 
 
 def index_bits(arrays: Sequence[Described]) -> int:
-    """32 when every index into the arrays (with HEADROOM) fits INDEX_LIMIT, else 64."""
+    """32 when every index into the arrays (with HEADROOM) fits INDEX_LIMIT and no stride
+    is negative (32-bit offsets below a base may be widened unsigned), else 64."""
     for d in arrays:
+        if any(s < 0 for s in d.strides):
+            return 64
         reach = misalignment(d) + extent(d.shape, d.strides)
         numel = int(np.prod(d.shape, dtype=np.int64)) if d.shape else 1
         if max(reach, numel) + HEADROOM >= INDEX_LIMIT or \

@@ -124,7 +124,12 @@ def stride_classes(strides: Strides) -> tuple[str, ...]:
 
 def fits_32_bits(view: Coalesced, offsets: Sequence[int], chunk: int) -> bool:
     """Whether every index a kernel computes over the view stays below 2^31: the
-    furthest element of every operand, and the end of the last piece."""
+    furthest element of every operand, and the end of the last piece. A negative stride
+    takes 64 bits: 32-bit offsets below the base are widened unsigned where LLVM proves
+    their parts non-negative (an address 2^32 elements past the array: found on the H100
+    with a reversed CuPy view)."""
+    if any(s < 0 for strides in view.strides for s in strides):
+        return False
     reaches = [view.numel + chunk]
     for strides, offset in zip(view.strides, offsets, strict=True):
         reaches.append(offset + extent(view.shape, strides) + chunk)

@@ -417,7 +417,9 @@ def _values(b: Builder, program: RopeProgram, arrays: dict[str, Array], tokens: 
 def _launch(b: Builder, style: str, arrays: dict[str, Array], rotary_dim: int) -> None:
     q, k = arrays["query"], arrays.get("key")
     tokens, rows = q.shape[0], arrays["cache"].shape[0]
-    bits = 32 if args.fits_32_bits(args.reach(a) + 1 for a in arrays.values()) else 64
+    forward = all(s >= 0 for a in arrays.values() for s in a.strides)  # see coalesce.py
+    bits = 32 if forward and args.fits_32_bits(args.reach(a) + 1 for a in arrays.values()) \
+        else 64
     heads = max(q.shape[1], k.shape[1] if k is not None else 0)
     sig = RopeSignature(
         style, _spec(q), _spec(k) if k is not None else None, _spec(arrays["query_out"]),
