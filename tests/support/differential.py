@@ -1614,6 +1614,13 @@ class TorchReference(Reference):
             return ops_torch.gated_reference(case.op, args[0], model)
         fp8 = any(self._fp8(a) for a in [*args, *kwargs.values()])
         if fp8:
+            # torch casts every tensor operand to the common dtype first: a 0-d float
+            # beside an fp8 array is narrowed to it (as the library does), then widened
+            common = common_dtype(case)
+            if common in FP8:
+                target = getattr(torch, DTYPES[common].numpy)
+                args = [a.to(target) if isinstance(a, torch.Tensor) and a.dim() == 0 and
+                        not self._fp8(a) and a.is_floating_point() else a for a in args]
             shadows: dict[int, Any] = {}
             args = [self._widen(a, shadows) for a in args]
             kwargs = {k: self._widen(v, shadows) for k, v in kwargs.items()}
