@@ -53,6 +53,17 @@ def extent(shape: Sequence[int], strides: Sequence[int]) -> int:
                if size > 0)
 
 
+def contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether an array's elements lie row-major with no gaps (size-1 dims' strides
+    aside): the identity layout."""
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides), strict=True):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
 def divisibility(value: int) -> int:
     """The largest power of two dividing `value`, at most DIVISIBILITY_CAP (0: the cap)."""
     if value == 0:

@@ -29,7 +29,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tile_mlir.contract import INDEX_LIMIT, KERNEL_ARG_ALIGN, divisibility, extent
+from tile_mlir.contract import (
+    INDEX_LIMIT,
+    KERNEL_ARG_ALIGN,
+    contiguous,
+    divisibility,
+    extent,
+)
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.lang.arrays import Described, describe
 from tile_mlir.lang.errors import ArgumentError
@@ -212,15 +218,6 @@ def stride_class(size: int, stride: int) -> str:
     return f"?{divisibility(stride)}"
 
 
-def _contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
-    expected = 1
-    for size, stride in zip(reversed(shape), reversed(strides), strict=True):
-        if size != 1 and stride != expected:
-            return False
-        expected *= size
-    return True
-
-
 def misalignment(d: Described) -> int:
     """Elements between the array's start and the 16-byte boundary below it."""
     if d.pointer is None:
@@ -283,7 +280,7 @@ def tensor_spec(p: ParamInfo, d: Described, static: Mapping[str, int]) -> Tensor
     strides = tuple(stride_class(size, stride)
                     for size, stride in zip(d.shape, d.strides, strict=True))
     offset = misalignment(d) != 0
-    memref = None not in shape and not offset and _contiguous(d.shape, d.strides)
+    memref = None not in shape and not offset and contiguous(d.shape, d.strides)
     return TensorSpec(p.name, d.dtype, shape, names, strides, offset, memref)
 
 

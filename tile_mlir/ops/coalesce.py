@@ -137,6 +137,21 @@ def fits_32_bits(view: Coalesced, offsets: Sequence[int], chunk: int) -> bool:
     return _fits(reaches)
 
 
+def merge_run(dims: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
+    """(size, stride) of dims (outer first, size-1 dims dropped) that step through memory
+    as one run, or None: how the reductions and the row ops fold dims into [A, R, B] and
+    [M, N] views."""
+    dims = [(size, stride) for size, stride in dims if size != 1]
+    if not dims:
+        return 1, 0
+    size, stride = dims[-1]
+    for outer_size, outer_stride in reversed(dims[:-1]):
+        if outer_stride != stride * size:
+            return None
+        size *= outer_size
+    return size, stride
+
+
 BLOCK_ROWS_LIMIT = 4
 """Rows of up to this many chunks are taken whole (blocks); longer ones are cut (rows)."""
 

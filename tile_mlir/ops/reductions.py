@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from tile_mlir.contract import contiguous
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.ops import args, entry
+from tile_mlir.ops import args, coalesce, entry
 from tile_mlir.ops.args import Array, Scalar, torch_name
 from tile_mlir.ops.elementwise import In, apply, check_out
 from tile_mlir.ops.plan import Builder
@@ -74,18 +75,6 @@ def normalize_dims(dim: int | Sequence[int] | None, rank: int) -> tuple[int, ...
 # ----------------------------------------------------------------- the view
 
 
-def _merge(dims: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
-    """(size, stride) of dims that step through memory as one (outer first), or None."""
-    if not dims:
-        return 1, 0
-    size, stride = dims[-1]
-    for outer_size, outer_stride in reversed(dims[:-1]):
-        if outer_stride != stride * size:
-            return None
-        size *= outer_size
-    return size, stride
-
-
 View = tuple[tuple[int, int, int], tuple[int, int, int], int]
 """(A, R, B) sizes, their strides, and the elements element 0 moves by (flips)."""
 
@@ -102,13 +91,13 @@ def reduction_view(shape: Sequence[int], strides: Sequence[int], dims: Sequence[
             flip += (shape[d] - 1) * stride
             stride = -stride
         reduced.append((shape[d], stride))
-    run = _merge(sorted(reduced, key=lambda s: -s[1]))
+    run = coalesce.merge_run(sorted(reduced, key=lambda s: -s[1]))
     if run is None:
         return None
     kept = [(shape[d], strides[d]) for d in present if d not in dims]
     best: View | None = None
     for split in range(len(kept) + 1):
-        outer, inner = _merge(kept[:split]), _merge(kept[split:])
+        outer, inner = coalesce.merge_run(kept[:split]), coalesce.merge_run(kept[split:])
         if outer is None or inner is None:
             continue
         view = ((outer[0], run[0], inner[0]), (outer[1], run[1], inner[1]), flip)
@@ -183,7 +172,7 @@ def _final(b: Builder, out: Array | None, shape: tuple[int, ...], *, result: str
     # written by the last stage only where it cannot be read by the others (else a copy)
     apart = not args.overlaps(out, x) and not _spans_meet(out, x)
     direct = out.dtype == result and not out.misalignment and \
-        _dense(out.shape, out.strides) and apart
+        contiguous(out.shape, out.strides) and apart
     if direct:
         if out.root != x.root:
             b.guard(b.spans_meet(out, x))  # a later call of this key, with out among x
@@ -195,15 +184,6 @@ def _spans_meet(a: Array, b: Array) -> bool:
     a_low, a_high = args.span(a)
     b_low, b_high = args.span(b)
     return a.pointer + a_low < b.pointer + b_high and b.pointer + b_low < a.pointer + a_high
-
-
-def _dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
-    expected = 1
-    for size, stride in zip(reversed(shape), reversed(strides), strict=True):
-        if size != 1 and stride != expected:
-            return False
-        expected *= size
-    return True
 
 
 def _empty(b: Builder, name: str, x: Array, shape: tuple[int, ...], *, result: str,

@@ -33,7 +33,7 @@ import numpy as np
 
 from tile_mlir.contract import ACCESS_BYTES
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.ops import args, entry, kernels
+from tile_mlir.ops import args, coalesce, entry, kernels
 from tile_mlir.ops.args import Array, Scalar, torch_name
 from tile_mlir.ops.elementwise import In, apply
 from tile_mlir.ops.plan import Builder, Num, Value
@@ -287,27 +287,13 @@ def _parameter(value: Any, name: str, x: Array, shape: tuple[int, ...], what: st
     return value
 
 
-def _merge(dims: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
-    """(size, stride) of dims (outer first, size-1 dims dropped) that step through memory
-    as one, or None."""
-    dims = [(size, stride) for size, stride in dims if size != 1]
-    if not dims:
-        return 1, 0
-    size, stride = dims[-1]
-    for outer_size, outer_stride in reversed(dims[:-1]):
-        if outer_stride != stride * size:
-            return None
-        size *= outer_size
-    return size, stride
-
-
 def as_rows(a: Array, lead: int) -> Array | None:
     """a as [M, N]: its first `lead` dims merged into M (a row stride of any size, not
     negative), the others into N (contiguous); None where they do not merge so."""
     n = math.prod(a.shape[lead:])
     m = math.prod(a.shape[:lead])
-    inner = _merge(list(zip(a.shape[lead:], a.strides[lead:], strict=True)))
-    outer = _merge(list(zip(a.shape[:lead], a.strides[:lead], strict=True)))
+    inner = coalesce.merge_run(list(zip(a.shape[lead:], a.strides[lead:], strict=True)))
+    outer = coalesce.merge_run(list(zip(a.shape[:lead], a.strides[:lead], strict=True)))
     if inner is None or outer is None or (n > 1 and inner[1] != 1):
         return None
     stride = outer[1] if m > 1 else n
