@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from null.test_generators import STRATEGIES, paper_slopes
+from null.test_generators import STRATEGIES
+from support.differential import paper_slopes
 from support.ops_torch import HAVE_TORCH, torch_module
 
 from tile_mlir import ops

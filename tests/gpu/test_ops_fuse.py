@@ -16,7 +16,6 @@ torch.library.opcheck.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,6 +28,7 @@ from support.fuse_chains import (
     function,
     place,
     random_program,
+    row_chain,
     same_bits,
 )
 from support.ops_torch import to_device, to_host
@@ -85,32 +85,13 @@ def test_random_chains_fused_against_unfused(rng: np.random.Generator, dtype: st
     same_bits(_host(wide), want.astype(np.float32), f"f32 out: {what}")
 
 
-def _row_chain(op: str) -> Callable[[Any, Any], Any]:
-    """op between an add and a mul, its arguments narrow intermediates."""
-    call = getattr(ops, op)
-
-    def fn(x: Any, y: Any) -> Any:
-        t = ops.add(x, y)
-        if op in BINARY:
-            r = call(t, y)
-        elif op == "lerp":
-            r = call(t, x, 0.25)
-        elif op == "where":
-            r = call(ops.gt(t, 1.0), t, y)
-        else:
-            r = call(t)
-        return ops.mul(r, y)
-
-    return fn
-
-
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
 def test_every_row_fused_against_unfused(rng: np.random.Generator, dtype: str) -> None:
     np_dtype = DTYPES[dtype].np_dtype()
     x = to_device((rng.standard_normal((37, 301)) * 3).astype(np_dtype), dtype)
     y = to_device(rng.uniform(0.25, 4, (37, 301)).astype(np_dtype), dtype)
     for op in (*UNARY, *ACTIVATIONS, *BINARY, "lerp", "where"):
-        fn = _row_chain(op)
+        fn = row_chain(op, ops)
         out = _poisoned(x)
         ops.fuse(fn)(x, y, out=out)
         same_bits(_host(out), _host(fn(x, y)), f"{op} {dtype}")

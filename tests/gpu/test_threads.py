@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from support.cases import ulp_distance
-from support.primitive_programs import Program
+from support.primitive_programs import Program, check_on_gpu
 from support.reduction_programs import Reduce
 from support.thread_programs import LANG_BLOCKS, PROGRAMS, REDUCTIONS, lang_seed_000
 
@@ -19,20 +19,7 @@ from tile_mlir.dtypes import DTYPES
 @pytest.mark.gpu
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
 def test_program_on_gpu(program: Program, rng: np.random.Generator) -> None:
-    kernel = tile_mlir.compile(program.mlir, name=program.name).kernel(program.kernel)
-    inputs = program.inputs(rng)
-    expected = program.expected(*(np.asarray(a, np.float64) for a in inputs))
-    if program.in_place:
-        assert isinstance(inputs[0], np.ndarray)
-        out = inputs[0].copy()
-        kernel(out)
-    else:
-        out = np.full(program.out_shape, np.nan, DTYPES[program.dtype].np_dtype())
-        kernel(*inputs, out)
-    assert not np.isnan(out.astype(np.float64)).any(), "elements never written"
-    ulps = ulp_distance(out, expected, program.dtype)
-    assert ulps.max() <= program.ulps, (
-        f"max error {int(ulps.max())} ulp at {np.unravel_index(ulps.argmax(), ulps.shape)}")
+    check_on_gpu(program, rng)
 
 
 @pytest.mark.gpu

@@ -19,7 +19,6 @@ view kind and form of out= drawn over a run, views laid out as NumPy lays them o
 from __future__ import annotations
 
 import collections
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -30,8 +29,6 @@ from support import differential, fake_torch
 from support.differential import NULL, Array, Case, draw
 from support.emulated import Device
 
-from tile_mlir.ops import entry
-
 SEED = differential.run_seed()
 COUNT = differential.case_count(150)
 ONLY = differential.only()
@@ -40,15 +37,8 @@ RAN: dict[str, tuple[int, int, float]] = {}  # family: cases run, kernels, secon
 
 @pytest.fixture
 def torch(device: Device, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """A stand-in torch whose tensors live on the pretend device (as test_ops_fast.py
-    sets it up): the plans' launchers allocate a torch call's outputs with its `empty`,
-    so results of calls on its tensors are its tensors. The plan cache is cleared on
-    both sides: a plan's kernels are bound to one test's pretend device."""
-    module = fake_torch.module(device)
-    monkeypatch.setitem(sys.modules, "torch", module)
-    entry.clear()
-    yield module
-    entry.clear()
+    """A stand-in torch whose tensors live on the pretend device."""
+    yield from fake_torch.installed(device, monkeypatch)
 
 
 @pytest.mark.parametrize("family", NULL.families)

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from support.differential import paper_slopes
 from support.emulated import Device, EmuArray
 
 from tile_mlir import ops
@@ -223,20 +224,6 @@ def test_dropout_errors(device: Device) -> None:
 
 
 # ---------------------------------------------------------------- encodings
-
-
-def paper_slopes(n: int) -> list[float]:
-    """The ALiBi paper's get_slopes (float64): a power of two n gets start^(i+1),
-    start = 2^(-8/n); otherwise the closest power's slopes, then every other slope of
-    twice that many heads."""
-    def power_of_two(n: int) -> list[float]:
-        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
-        return [start * start**i for i in range(n)]
-
-    if math.log2(n).is_integer():
-        return power_of_two(n)
-    closest = 2 ** math.floor(math.log2(n))
-    return power_of_two(closest) + paper_slopes(2 * closest)[0::2][:n - closest]
 
 
 def _close(got: np.ndarray, want: np.ndarray, dtype: str) -> None:

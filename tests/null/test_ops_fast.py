@@ -36,11 +36,7 @@ from tile_mlir.runtime.spec import KernelSpec, Param
 
 @pytest.fixture
 def torch(device: Device, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    module = fake_torch.module(device)
-    monkeypatch.setitem(sys.modules, "torch", module)
-    entry.clear()
-    yield module
-    entry.clear()
+    yield from fake_torch.installed(device, monkeypatch)
 
 
 def _only_plans(monkeypatch: pytest.MonkeyPatch) -> None:

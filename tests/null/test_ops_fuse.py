@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
@@ -33,6 +32,7 @@ from support.fuse_chains import (
     function,
     place,
     random_program,
+    row_chain,
     same_bits,
 )
 
@@ -115,29 +115,10 @@ def test_every_row_once_in_bf16(device: Device, rng: np.random.Generator) -> Non
     x = device.array(rng.standard_normal((3, 70)) * 3, "bf16")
     y = device.array(rng.uniform(0.25, 4, (3, 70)), "bf16")
     for op in (*UNARY, *ACTIVATIONS, *BINARY, "lerp", "where"):
-        fn = _row_chain(op)
+        fn = row_chain(op, ops)
         got, kernels = _launched(device, ops.fuse(fn), x, y)
         assert len(kernels) == 1, op
         same_bits(got.numpy(), fn(x, y).numpy(), op)
-
-
-def _row_chain(op: str) -> Callable[[Any, Any], Any]:
-    """op between an add and a mul, its arguments bf16 intermediates."""
-    call = getattr(ops, op)
-
-    def fn(x: Any, y: Any) -> Any:
-        t = ops.add(x, y)
-        if op in BINARY:
-            r = call(t, y)
-        elif op == "lerp":
-            r = call(t, x, 0.25)
-        elif op == "where":
-            r = call(ops.gt(t, 1.0), t, y)
-        else:
-            r = call(t)
-        return ops.mul(r, y)
-
-    return fn
 
 
 # ------------------------------------------------------------------ the plan cache
@@ -375,11 +356,7 @@ def test_too_many_types_cut_the_function(device: Device, rng: np.random.Generato
 
 @pytest.fixture
 def torch(device: Device, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    module = fake_torch.module(device)
-    monkeypatch.setitem(sys.modules, "torch", module)
-    entry.clear()
-    yield module
-    entry.clear()
+    yield from fake_torch.installed(device, monkeypatch)
 
 
 def test_torch_tensors_and_a_0d_host_tensor(torch: Any, rng: np.random.Generator) -> None:

@@ -3,11 +3,13 @@ path, output allocation, streams) with tensors that live on the pretend device."
 
 from __future__ import annotations
 
+import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import pytest
 
 from support.emulated import Device, EmuArray
 from support.fakes import FakeDtype as Dtype
@@ -104,3 +106,17 @@ def module(device: Device) -> types.ModuleType:
     torch.tensor = tensor  # type: ignore[attr-defined]
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0)  # type: ignore[attr-defined]
     return torch
+
+
+def installed(device: Device, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
+    """The stand-in torch as `sys.modules["torch"]` for one test (a fixture's body): the
+    plans' launchers allocate a torch call's outputs with its `empty`, so results of
+    calls on its tensors are its tensors. The plan cache is cleared on both sides: a
+    plan's kernels are bound to one test's pretend device."""
+    from tile_mlir.ops import entry
+
+    stand_in = module(device)
+    monkeypatch.setitem(sys.modules, "torch", stand_in)
+    entry.clear()
+    yield stand_in
+    entry.clear()

@@ -87,6 +87,25 @@ def function(program: Program, ops: Any) -> Callable[..., Any]:
     return lambda a, b, c: run([a, b, c])
 
 
+def row_chain(op: str, ops: Any) -> Callable[[Any, Any], Any]:
+    """A registry row between an add and a mul, its arguments narrow intermediates."""
+    call = getattr(ops, op)
+
+    def fn(x: Any, y: Any) -> Any:
+        t = ops.add(x, y)
+        if op in BINARY:
+            r = call(t, y)
+        elif op == "lerp":
+            r = call(t, x, 0.25)
+        elif op == "where":
+            r = call(ops.gt(t, 1.0), t, y)
+        else:
+            r = call(t)
+        return ops.mul(r, y)
+
+    return fn
+
+
 # ------------------------------------------------------------------ drawing
 
 

@@ -35,6 +35,29 @@ class Program:
     in_place: bool = False  # one parameter, read and then overwritten
 
 
+def check_on_gpu(program: Program, rng: np.random.Generator) -> None:
+    """Compile and run a program on the GPU on fresh inputs, its output poisoned with NaN
+    first: every element written, within `program.ulps` of the float64 reference."""
+    import tile_mlir
+    from support.cases import ulp_distance
+
+    kernel = tile_mlir.compile(program.mlir, name=program.name).kernel(program.kernel)
+    inputs = program.inputs(rng)
+    expected = program.expected(*(np.asarray(a, np.float64) for a in inputs))
+    if program.in_place:
+        assert isinstance(inputs[0], np.ndarray)
+        out = inputs[0].copy()
+        kernel(out)
+    else:
+        out = np.full(program.out_shape, np.nan, DTYPES[program.dtype].np_dtype())
+        kernel(*inputs, out)
+    assert not np.isnan(out.astype(np.float64)).any(), "elements never written"
+    ulps = ulp_distance(out, expected, program.dtype)
+    print(f"{program.name}: {out.size} elements, max {int(ulps.max())} ulp")
+    assert ulps.max() <= program.ulps, (
+        f"max error {int(ulps.max())} ulp at {np.unravel_index(ulps.argmax(), ulps.shape)}")
+
+
 def uniform(shape: tuple[int, ...], dtype: str, low: float = -4.0, high: float = 4.0
             ) -> Callable[[np.random.Generator], list[Array | float]]:
     np_type = DTYPES[dtype].np_dtype()
