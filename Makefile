@@ -39,10 +39,12 @@ gpu-test: $(STAMP)
 # accesses), racecheck (shared-memory hazards), synccheck (barrier misuse). Each tool
 # must report 0 errors. Where the package is on PYTHONPATH rather than installed (the
 # lent GPU machines): make gpu-sanitize PYTEST="python3 -m pytest"
+# One tool at a time (each run is a few minutes): make gpu-sanitize TOOLS=racecheck
 SANITIZER ?= compute-sanitizer
 PYTEST ?= $(BIN)/pytest
+TOOLS ?= memcheck racecheck synccheck
 gpu-sanitize:
-	@for tool in memcheck racecheck synccheck; do \
+	@for tool in $(TOOLS); do \
 	  echo "== $(SANITIZER) --tool $$tool"; \
 	  $(SANITIZER) --tool $$tool --error-exitcode 99 --print-limit 20 --target-processes all \
 	    $(PYTEST) -q -p no:cacheprovider -m "gpu and sanitize" tests || exit 1; \
