@@ -54,6 +54,61 @@ def test_repeated_calls_take_the_plan(torch: Any, rng: np.random.Generator,
         np.testing.assert_array_equal(ops.add(torch.tensor(a), torch.tensor(b)).numpy(), a + b)
 
 
+def _planned(name: str) -> list[Any]:
+    return [plan for key, plan in entry.PLANS.items() if key[0] == name]
+
+
+def test_outputs_made_like_an_input_where_it_lies_as_they_do(
+        torch: Any, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An output of an input's shape, that input row-major: torch.empty_like of it (half
+    torch.empty's host cost); a comparison's bool output passes its dtype; a transposed
+    input, a view the semantics made (silu_and_mul's halves) or a broadcast shape:
+    the input's new_empty(shape); none on the call's device: torch.empty. A subclass's
+    call takes the same plan and gets a plain tensor from torch.empty."""
+    x, y = rng.standard_normal((2, 6, 50)).astype(np.float32)
+    made: list[tuple[Any, Any]] = []
+    empty_like, empty, new_empty = torch.empty_like, torch.empty, fake_torch.Tensor.new_empty
+    monkeypatch.setattr(torch, "empty_like", lambda *a, **k: made.append(("like", k)) or
+                        empty_like(*a, **k))
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: made.append(("empty", k)) or
+                        empty(*a, **k))
+    monkeypatch.setattr(fake_torch.Tensor, "new_empty", lambda *a, **k: made.append(
+        ("new", k)) or new_empty(*a, **k))
+
+    def transposed() -> Any:  # x, laid out column-major
+        return fake_torch.Tensor(torch.tensor(x.T.copy()).array.view((6, 50), (1, 6)),
+                                 {"float32": torch.float32})
+
+    calls = {
+        "add": (lambda: ops.add(torch.tensor(x), torch.tensor(y)), x + y, [("like", {})]),
+        "lt": (lambda: ops.lt(torch.tensor(x), torch.tensor(y)), x < y,
+               [("like", {"dtype": torch.bool})]),
+        "neg": (lambda: ops.neg(transposed()), -x, [("new", {})]),
+        "mul": (lambda: ops.mul(torch.tensor(x[:1]), torch.tensor(y[:, :1].copy())),
+                x[:1] * y[:, :1], [("new", {})]),
+        "silu_and_mul": (lambda: ops.silu_and_mul(torch.tensor(x)), None, [("new", {})]),
+        "sum": (lambda: ops.sum(torch.tensor(x), dim=-1), None, [("new", {})]),
+    }
+    for name, (call, expected, allocations) in calls.items():
+        for _ in range(2):  # planned, then from the plan
+            made.clear()
+            got = call()
+            if expected is not None:
+                np.testing.assert_array_equal(got.numpy(), expected)
+            assert [(how, "any" if how == "empty" else k) for how, k in made] == allocations, name
+        assert len(_planned(name)) == 1, name
+
+    class Sub(fake_torch.Tensor):
+        pass
+
+    ops.exp(torch.tensor(x))
+    made.clear()
+    got = ops.exp(Sub(torch.tensor(x).array, {"float32": torch.float32}))
+    assert type(got) is fake_torch.Tensor and [how for how, _ in made] == ["empty"]
+    np.testing.assert_allclose(got.numpy(), np.exp(x), rtol=1e-6)
+    assert len(_planned("exp")) == 1
+
+
 def test_numbers_change_between_calls(torch: Any, rng: np.random.Generator,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     x = rng.standard_normal(777).astype(np.float16)

@@ -98,11 +98,15 @@ def module(device: Device) -> types.ModuleType:
         name = next(n for n, d in DTYPES.items() if d.numpy == by_dtype[id(dtype)])
         return Tensor(device_.empty(tuple(shape), name), dtypes)
 
+    def empty_like(like: Tensor, dtype: Dtype | None = None) -> Tensor:
+        return empty(like.shape, like.dtype if dtype is None else dtype)
+
     def tensor(values: np.ndarray, dtype: str | None = None, offset: int = 0) -> Tensor:
         return Tensor(device_.array(values, dtype, offset), dtypes)
 
     device_ = device
     torch.empty = empty  # type: ignore[attr-defined]
+    torch.empty_like = empty_like  # type: ignore[attr-defined]
     torch.tensor = tensor  # type: ignore[attr-defined]
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0)  # type: ignore[attr-defined]
     return torch
@@ -117,6 +121,9 @@ def installed(device: Device, monkeypatch: pytest.MonkeyPatch) -> Iterator[types
 
     stand_in = module(device)
     monkeypatch.setitem(sys.modules, "torch", stand_in)
+    empty = stand_in.empty  # torch's Tensor.new_empty: the dtype and device of `self`
+    monkeypatch.setattr(Tensor, "new_empty", lambda self, shape, dtype=None: empty(
+        shape, self.dtype if dtype is None else dtype), raising=False)
     entry.clear()
     yield stand_in
     entry.clear()

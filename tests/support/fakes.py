@@ -135,6 +135,10 @@ class LeanTensor:
     def get_device(self) -> int:
         return 0
 
+    def new_empty(self, shape: tuple[int, ...], dtype: FakeDtype | None = None) -> LeanTensor:
+        return LeanTensor(tuple(shape), self.dtype if dtype is None else dtype,
+                          self.pointer + (1 << 30), None, self.device)
+
     def is_contiguous(self) -> bool:
         return self.strides == _row_major(self.shape)
 
@@ -156,7 +160,11 @@ def lean_torch() -> types.ModuleType:
     def empty(shape: tuple[int, ...], dtype: FakeDtype, device: Any = device) -> LeanTensor:
         return LeanTensor(tuple(shape), dtype, next(addresses), None, device)
 
+    def empty_like(like: LeanTensor, dtype: FakeDtype | None = None) -> LeanTensor:
+        return empty(like.shape, like.dtype if dtype is None else dtype)
+
     torch.empty = empty  # type: ignore[attr-defined]
+    torch.empty_like = empty_like  # type: ignore[attr-defined]
     torch.lean_device = device  # type: ignore[attr-defined]
     torch._C = types.SimpleNamespace(  # type: ignore[attr-defined]
         _cuda_getCurrentRawStream=lambda index: 0x5000)

@@ -99,6 +99,7 @@ class Builder:
     names: dict[str, Any] = field(default_factory=dict)
     objects: dict[str, str] = field(default_factory=dict)  # pointer var -> object expr
     result: str = "None"
+    likes: list[Array] = field(default_factory=list)  # inputs an output may be made like
 
     # --------------------------------------------------------------- placement
 
@@ -106,6 +107,8 @@ class Builder:
         """The call's kind and device, from its arrays (args.place: errors name them)."""
         kind, device = args.place(arrays)
         self.set_place(kind, device, arrays[0].obj)
+        self.likes = [a for a in arrays if a.kind == "torch" and a.root.startswith("_p_") and
+                      a.root[3:] in self.params]
         return kind, device
 
     def set_place(self, kind: str, device: int, like: Any = None) -> None:
@@ -259,8 +262,8 @@ def _alloc_lines(plan: Builder, names: dict[str, Any]) -> list[str]:
             continue
         if plan.kind == "torch":
             torch = args.torch_module()
-            names[f"_DT{n}"] = getattr(torch, DTYPES[alloc.dtype].numpy)
-            lines.append(f"    {alloc.var} = _EMPTY({shape}, dtype=_DT{n}, device=_DEV)")
+            dtype = names[f"_DT{n}"] = getattr(torch, DTYPES[alloc.dtype].numpy)
+            lines.append(f"    {alloc.var} = {_torch_alloc(plan, alloc, n, dtype)}")
             lines.append(f"    _p_{alloc.var} = {alloc.var}.data_ptr()")
         else:
             lines.append(f"    {alloc.var} = _ALLOC({shape}, {alloc.dtype!r}, {plan.kind!r}, "
@@ -271,6 +274,35 @@ def _alloc_lines(plan: Builder, names: dict[str, Any]) -> list[str]:
         lines.append(f"    if _p_{alloc.var} & {KERNEL_ARG_ALIGN - 1}:\n"
                      f"        _MISALIGNED({alloc.var})")
     return lines
+
+
+def _torch_alloc(plan: Builder, alloc: _Alloc, n: int, dtype: Any) -> str:
+    """A torch output, made from an input parameter where there is one on its device
+    (host us on an H100 host, beside torch.empty(shape, dtype=, device=)'s 3.1):
+    torch.empty_like of an input of the output's shape that lies row-major (1.7; its
+    shape and strides are in the key, so this holds for every call of the plan, and
+    empty_like then gives row-major strides too), else the input's new_empty(shape)
+    (2.3, 2.8 with a dtype); else torch.empty. A torch subclass passed for that input
+    gets torch.empty: its methods would dispatch to the subclass."""
+    empty = f"_EMPTY(_SHAPE{n}, dtype=_DT{n}, device=_DEV)"
+    row_major = args.row_major(alloc.shape)
+    alike: list[tuple[str, str]] = []  # (the input's name, how to allocate from it)
+    others: list[tuple[str, str]] = []
+    for like in plan.likes:
+        obj = like.obj
+        if like.device != plan.device or not hasattr(obj, "new_empty"):
+            continue
+        name = like.root[3:]
+        given = "" if obj.dtype is dtype else f", dtype=_DT{n}"
+        if not like.delta and tuple(obj.shape) == alloc.shape and \
+                tuple(obj.stride()) == row_major:
+            alike.append((name, f"_EMPTY_LIKE({name}{given})"))
+        else:
+            others.append((name, f"{name}.new_empty(_SHAPE{n}{given})"))
+    if not alike + others:
+        return empty
+    name, made = (alike + others)[0]
+    return f"{made} if type({name}) is _TENSOR else {empty}"
 
 
 def _stream_line(plan: Builder, names: dict[str, Any]) -> str:
@@ -368,6 +400,10 @@ class Launcher:
             **HELPERS, **plan.names, **self.constants, "_LOCAL": mine,
             "_OTHER_THREAD": self._other_thread, "_FULL": self._full,
             "_EMPTY": getattr(args.torch_module(), "empty", None) if plan.kind == "torch"
+            else None,
+            "_EMPTY_LIKE": getattr(args.torch_module(), "empty_like", None)
+            if plan.kind == "torch" else None,
+            "_TENSOR": getattr(args.torch_module(), "Tensor", None) if plan.kind == "torch"
             else None,
             "_DEV": plan.device_object, "_ALLOC": args.allocate, "_POINTER": args.pointer_of,
             "_FULL_OF": args.full,

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from tile_mlir.contract import contiguous
 from tile_mlir.dtypes import DTYPES, np_dtype
 from tile_mlir.runtime import driver
 from tile_mlir.runtime.memory import DeviceBuffer
@@ -87,12 +88,9 @@ def _row_major(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> b
     """Whether byte `strides` describe a dense row-major array (extent-1 axes aside)."""
     if 0 in shape:
         return True
-    expected = itemsize
-    for extent, stride in zip(reversed(shape), reversed(strides), strict=True):
-        if extent != 1 and stride != expected:
-            return False
-        expected *= extent
-    return True
+    elements = [stride // itemsize for stride in strides]
+    return all(e * itemsize == s for e, s in zip(elements, strides, strict=True)) and \
+        contiguous(shape, elements)
 
 
 # ------------------------------------------------------------ array kinds
