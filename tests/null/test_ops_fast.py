@@ -66,20 +66,24 @@ def test_outputs_made_like_an_input_where_it_lies_as_they_do(
     the input's new_empty(shape); none on the call's device: torch.empty. A subclass's
     call takes the same plan and gets a plain tensor from torch.empty."""
     x, y = rng.standard_normal((2, 6, 50)).astype(np.float32)
-    made: list[tuple[Any, Any]] = []
-    empty_like, empty, new_empty = torch.empty_like, torch.empty, fake_torch.Tensor.new_empty
-    monkeypatch.setattr(torch, "empty_like", lambda *a, **k: made.append(("like", k)) or
-                        empty_like(*a, **k))
-    monkeypatch.setattr(torch, "empty", lambda *a, **k: made.append(("empty", k)) or
-                        empty(*a, **k))
-    monkeypatch.setattr(fake_torch.Tensor, "new_empty", lambda *a, **k: made.append(
-        ("new", k)) or new_empty(*a, **k))
+    made: list[tuple[str, Any]] = []
+
+    def recorded(how: str, make: Callable[..., Any]) -> Callable[..., Any]:
+        def record(*given: Any, **keywords: Any) -> Any:
+            made.append((how, keywords))
+            return make(*given, **keywords)
+        return record
+
+    monkeypatch.setattr(torch, "empty_like", recorded("like", torch.empty_like))
+    monkeypatch.setattr(torch, "empty", recorded("empty", torch.empty))
+    monkeypatch.setattr(fake_torch.Tensor, "new_empty",
+                        recorded("new", fake_torch.Tensor.new_empty))  # type: ignore[attr-defined]
 
     def transposed() -> Any:  # x, laid out column-major
         return fake_torch.Tensor(torch.tensor(x.T.copy()).array.view((6, 50), (1, 6)),
                                  {"float32": torch.float32})
 
-    calls = {
+    calls: dict[str, tuple[Callable[[], Any], Any, list[tuple[str, Any]]]] = {
         "add": (lambda: ops.add(torch.tensor(x), torch.tensor(y)), x + y, [("like", {})]),
         "lt": (lambda: ops.lt(torch.tensor(x), torch.tensor(y)), x < y,
                [("like", {"dtype": torch.bool})]),
