@@ -33,10 +33,10 @@ gpu.module @m {
 
 // -----
 
-// f32 registers cast into a bf16 row: 8 registers (one 32-byte register vector) per
-// 16-byte store.
+// f32 registers cast into a bf16 row: 8 registers (one 32-byte register vector, which
+// claims no more alignment than a 16-byte access needs) per 16-byte store.
 // CHECK-LABEL: gpu.func @cast_bf16
-// CHECK: vector.load %{{.*}} {alignment = 32 : i64} : memref<8xf32, #gpu.address_space<private>>, vector<8xf32>
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<8xf32, #gpu.address_space<private>>, vector<8xf32>
 // CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<128x8xbf16>, vector<8xbf16>
 // PTX-LABEL: .entry cast_bf16(

@@ -31,15 +31,20 @@ from tile_mlir.lowering.support.emit import const_index, scope_thread_index
 
 def column_vector_width(src: Access, dst: Access, red: Reduction, shape: tuple[int, ...]
                         ) -> int:
-    """The widest (up to 16 bytes) run of the innermost axis every thread can load and
-    store at once; 1 when it is not contiguous, not a multiple, or not aligned."""
+    """The widest run of the innermost axis every thread can load (16 bytes of the
+    source) and store at once; 1 when it is not contiguous, not a multiple, or not
+    aligned. The destination's piece of a vector (its accumulators' or its type's width
+    may be wider: stored 16 bytes at a time) must start aligned too."""
     inner = len(shape) - 1
     singles = tuple((d,) for d in range(len(shape)))
     dst_singles = tuple((d,) for d in range(len(dst.operand.shape)))
     if src.strides[inner] != 1 or dst.strides[-1] != 1:
         return 1
-    return widest_vector(ACCESS_BYTES // max(src.nbytes, red.acc.bytes), shape[inner],
-                         src.alignment(singles), dst.alignment(dst_singles))
+    vec = widest_vector(ACCESS_BYTES // src.nbytes, shape[inner], src.alignment(singles))
+    dst_align = dst.alignment(dst_singles)
+    while vec > 1 and dst_align % min(vec, max(ACCESS_BYTES // dst.nbytes, 1)):
+        vec //= 2
+    return vec
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from mlir import ir
 from mlir.dialects import arith, math, memref, nvvm, vector
 
 from tile_mlir import op_table
+from tile_mlir.contract import ACCESS_BYTES
 from tile_mlir.dtypes import DTYPES, FP8, DType, promote_types
 from tile_mlir.lowering.support.analysis import Operand, OpInfo
 from tile_mlir.lowering.support.emit import const
@@ -192,6 +193,13 @@ def _byte_address(address: Address) -> Address:
     return view, [const(ir.IndexType.get(), 0)]
 
 
+def _aligned(vec: int, dtype: DType) -> int:
+    """The alignment a vector access of `vec` elements may claim: its size, up to the
+    access width (a wider vector, such as the f32 accumulators of 16-byte bf16 loads, is
+    accessed in 16-byte pieces, each of which is aligned)."""
+    return min(vec * dtype.bytes, ACCESS_BYTES)
+
+
 def load(address: Address, dtype: DType, vec: int) -> ir.Value:
     buffer, indices = address
     if dtype.kind == "bool":
@@ -203,7 +211,7 @@ def load(address: Address, dtype: DType, vec: int) -> ir.Value:
         return arith.cmpi(arith.CmpIPredicate.ne, bytes_, const(bytes_.type, 0))
     if vec == 1:
         return memref.load(buffer, indices)
-    return vector.load(value_type(dtype, vec), buffer, indices, alignment=vec * dtype.bytes)
+    return vector.load(value_type(dtype, vec), buffer, indices, alignment=_aligned(vec, dtype))
 
 
 def store(value: ir.Value, address: Address, dtype: DType, vec: int) -> None:
@@ -217,7 +225,7 @@ def store(value: ir.Value, address: Address, dtype: DType, vec: int) -> None:
     elif vec == 1:
         memref.store(value, buffer, indices)
     else:
-        vector.store(value, buffer, indices, alignment=vec * dtype.bytes)
+        vector.store(value, buffer, indices, alignment=_aligned(vec, dtype))
 
 
 def row_of(info: OpInfo) -> op_table.EwOp:
