@@ -14,10 +14,12 @@ parameters the driver reads are this call's pointers and numbers.
 from __future__ import annotations
 
 import cProfile
+import gc
 import pstats
 import sys
 import threading
 import types
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -111,6 +113,23 @@ def test_outputs_made_like_an_input_where_it_lies_as_they_do(
     assert type(got) is fake_torch.Tensor and [how for how, _ in made] == ["empty"]
     np.testing.assert_allclose(got.numpy(), np.exp(x), rtol=1e-6)
     assert len(_planned("exp")) == 1
+
+
+def test_a_plan_keeps_no_tensor_of_its_call_alive(torch: Any, rng: np.random.Generator
+                                                  ) -> None:
+    """torch.compile's CUDA graph trees refuse a capture pool with live tensors nothing
+    tracks: a plan made from a call must not hold that call's tensors (nor views of them)."""
+    x, y = rng.standard_normal((2, 6, 50)).astype(np.float32)
+    a, b = torch.tensor(x), torch.tensor(y)
+    held = [weakref.ref(t) for t in (a, b)]
+    for _ in range(2):
+        ops.add(a, b)
+        ops.silu_and_mul(a)
+        ops.sum(a, dim=-1)
+    del a, b
+    gc.collect()
+    assert [ref() for ref in held] == [None, None]
+    assert _planned("add") and _planned("silu_and_mul") and _planned("sum")
 
 
 def test_numbers_change_between_calls(torch: Any, rng: np.random.Generator,

@@ -65,6 +65,19 @@ class _Launch:
     kernel: Loaded | None = None  # loaded by finish()
 
 
+@dataclass(frozen=True)
+class _Like:
+    """A torch tensor parameter of the call, as an output may be allocated from it: what
+    the key fixes of it (no reference: a plan must not keep a call's tensors alive)."""
+
+    name: str  # the launcher's parameter
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: Any  # the torch dtype
+    whole: bool  # the array the semantics placed is the tensor itself, not a view of it
+    device: int | None
+
+
 @dataclass
 class _Alloc:
     var: str
@@ -99,7 +112,7 @@ class Builder:
     names: dict[str, Any] = field(default_factory=dict)
     objects: dict[str, str] = field(default_factory=dict)  # pointer var -> object expr
     result: str = "None"
-    likes: list[Array] = field(default_factory=list)  # inputs an output may be made like
+    likes: list[_Like] = field(default_factory=list)  # inputs an output may be made like
 
     # --------------------------------------------------------------- placement
 
@@ -107,8 +120,13 @@ class Builder:
         """The call's kind and device, from its arrays (args.place: errors name them)."""
         kind, device = args.place(arrays)
         self.set_place(kind, device, arrays[0].obj)
-        self.likes = [a for a in arrays if a.kind == "torch" and a.root.startswith("_p_") and
-                      a.root[3:] in self.params]
+        for a in arrays:  # the parameters among them, each once
+            name = a.root[3:]
+            if a.kind == "torch" and a.root.startswith("_p_") and name in self.params and \
+                    hasattr(a.obj, "new_empty") and all(like.name != name or not like.whole
+                                                        for like in self.likes):
+                self.likes.append(_Like(name, tuple(a.obj.shape), tuple(a.obj.stride()),
+                                        a.obj.dtype, not a.delta, a.device))
         return kind, device
 
     def set_place(self, kind: str, device: int, like: Any = None) -> None:
@@ -289,16 +307,13 @@ def _torch_alloc(plan: Builder, alloc: _Alloc, n: int, dtype: Any) -> str:
     alike: list[tuple[str, str]] = []  # (the input's name, how to allocate from it)
     others: list[tuple[str, str]] = []
     for like in plan.likes:
-        obj = like.obj
-        if like.device != plan.device or not hasattr(obj, "new_empty"):
+        if like.device != plan.device:
             continue
-        name = like.root[3:]
-        given = "" if obj.dtype is dtype else f", dtype=_DT{n}"
-        if not like.delta and tuple(obj.shape) == alloc.shape and \
-                tuple(obj.stride()) == row_major:
-            alike.append((name, f"_EMPTY_LIKE({name}{given})"))
+        given = "" if like.dtype is dtype else f", dtype=_DT{n}"
+        if like.whole and like.shape == alloc.shape and like.strides == row_major:
+            alike.append((like.name, f"_EMPTY_LIKE({like.name}{given})"))
         else:
-            others.append((name, f"{name}.new_empty(_SHAPE{n}{given})"))
+            others.append((like.name, f"{like.name}.new_empty(_SHAPE{n}{given})"))
     if not alike + others:
         return empty
     name, made = (alike + others)[0]
