@@ -14,6 +14,8 @@ GPU_CASES = [
     ("sum", (1, 1 << 20), None, False, "float32"), ("mean", (2048, 96), 0, True, "float16"),
     ("sum", (7, 9, 11, 13), (1, 3), False, "float32"), ("amax", (33,), 0, False, "bfloat16"),
     ("sum", (16, 65536), 1, False, "bfloat16"), ("mean", (1000, 1000), None, False, "float32"),
+    # 16-bit columns, 8 a thread (16-byte loads; f32 partials stored 16 bytes at a time)
+    ("sum", (4096, 1024), 0, False, "bfloat16"), ("amax", (8192, 128), 0, True, "float16"),
 ]
 
 
