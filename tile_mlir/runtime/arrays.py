@@ -88,9 +88,10 @@ def _row_major(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> b
     """Whether byte `strides` describe a dense row-major array (extent-1 axes aside)."""
     if 0 in shape:
         return True
-    elements = [stride // itemsize for stride in strides]
-    return all(e * itemsize == s for e, s in zip(elements, strides, strict=True)) and \
-        contiguous(shape, elements)
+    if any(extent != 1 and stride % itemsize for extent, stride in zip(shape, strides,
+                                                                        strict=True)):
+        return False
+    return contiguous(shape, [stride // itemsize for stride in strides])
 
 
 # ------------------------------------------------------------ array kinds
