@@ -11,10 +11,10 @@ range, min_val <= max_val) and how to form the result are expressions too.
 
 `Builder.finish()` writes the plan as Python source and compiles it once (as
 runtime/kernel.py's `_fast_launcher` and Triton's launchers do): for a later call
-whose key matched (entry.py), the launcher allocates the outputs (torch.empty,
-cupy.empty), writes the pointers and numbers into the pre-packed ctypes parameter
-buffers (the constants written once), reads the caller's current stream and calls
-cuLaunchKernel; no loop, no dict, no helper per argument.
+whose key matched (entry.py), the launcher allocates the outputs (torch: from an input
+of the call, `_torch_alloc`; cupy.empty), writes the pointers and numbers into the
+pre-packed ctypes parameter buffers (the constants written once), reads the caller's
+current stream and calls cuLaunchKernel; no loop, no dict, no helper per argument.
 
 The parameter buffers are shared state: a launcher belongs to the thread that made
 it, and a call from another thread runs a fresh copy with buffers of its own (correct,
