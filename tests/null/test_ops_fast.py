@@ -65,8 +65,8 @@ def test_outputs_made_like_an_input_where_it_lies_as_they_do(
     """An output of an input's shape, that input row-major: torch.empty_like of it (half
     torch.empty's host cost); a comparison's bool output passes its dtype; a transposed
     input, a view the semantics made (silu_and_mul's halves) or a broadcast shape:
-    the input's new_empty(shape); none on the call's device: torch.empty. A subclass's
-    call takes the same plan and gets a plain tensor from torch.empty."""
+    the input's new_empty(shape). A subclass's call takes the same plan and gets a plain
+    tensor from torch.empty."""
     x, y = rng.standard_normal((2, 6, 50)).astype(np.float32)
     made: list[tuple[str, Any]] = []
 
