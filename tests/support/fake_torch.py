@@ -98,6 +98,12 @@ def module(device: Device) -> types.ModuleType:
         name = next(n for n, d in DTYPES.items() if d.numpy == by_dtype[id(dtype)])
         return Tensor(device_.empty(tuple(shape), name), dtypes)
 
+    def full(shape: Sequence[int], value: bool | int | float, dtype: Dtype,
+             device: Any = None) -> Tensor:
+        made = empty(shape, dtype)
+        made.array.buffer.array[:] = value
+        return made
+
     def empty_like(like: Tensor, dtype: Dtype | None = None) -> Tensor:
         return empty(like.shape, like.dtype if dtype is None else dtype)
 
@@ -107,6 +113,8 @@ def module(device: Device) -> types.ModuleType:
     device_ = device
     torch.empty = empty  # type: ignore[attr-defined]
     torch.empty_like = empty_like  # type: ignore[attr-defined]
+    torch.full = full  # type: ignore[attr-defined]
+    torch.device = lambda kind, index=0: CudaDevice()  # type: ignore[attr-defined]
     torch.tensor = tensor  # type: ignore[attr-defined]
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0)  # type: ignore[attr-defined]
     return torch
