@@ -126,6 +126,20 @@ def test_inplace_where_torch_has_it(device: Device, rng: np.random.Generator) ->
             _same(placed, want)
 
 
+def test_out_is_an_input_whose_size_1_dims_have_other_strides(device: Device) -> None:
+    """out= the very elements of an input is in place even where the op's view of that
+    input differs in a size-1 dim's stride only (prelu's one-element weight broadcast to
+    a one-element input: found by the random differential test, refused as an overlap)."""
+    x = device.array(np.array([-2.0], np.float32), offset=1)
+    weight = device.array(np.array([0.25], np.float32))
+    assert ops.prelu(x, weight, out=weight) is weight
+    np.testing.assert_array_equal(weight.numpy(), [-0.5])
+    row = device.array(np.array([[3.0, -1.0]], np.float32))  # [1, 2]: its dim 0 moves nothing
+    column = row.view((1, 2), (7, 1))
+    assert ops.neg(row, out=column) is column
+    np.testing.assert_array_equal(row.numpy(), [[-3.0, 1.0]])
+
+
 def _parameters(fn: Any) -> list[str]:
     try:
         return list(inspect.signature(fn).parameters)

@@ -271,8 +271,10 @@ def span(array: Array) -> tuple[int, int]:
 
 
 def same_view(a: Array, b: Array) -> bool:
-    return a.pointer == b.pointer and a.shape == b.shape and a.strides == b.strides and \
-        a.dtype == b.dtype
+    """Whether two arrays are one view: each element at one address in both (a size-1
+    dim's stride moves nothing, so it may differ: a broadcast of a one-element weight)."""
+    return a.pointer == b.pointer and a.shape == b.shape and a.dtype == b.dtype and \
+        all(x == y for n, x, y in zip(a.shape, a.strides, b.strides, strict=True) if n != 1)
 
 
 def dense(array: Array) -> bool:
