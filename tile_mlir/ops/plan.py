@@ -71,10 +71,9 @@ class _Like:
     the key fixes of it (no reference: a plan must not keep a call's tensors alive)."""
 
     name: str  # the launcher's parameter
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]  # the tensor's own (whatever view of it the semantics placed)
     strides: tuple[int, ...]
     dtype: Any  # the torch dtype
-    whole: bool  # the array the semantics placed is the tensor itself, not a view of it
     device: int | None
 
 
@@ -112,7 +111,7 @@ class Builder:
     names: dict[str, Any] = field(default_factory=dict)
     objects: dict[str, str] = field(default_factory=dict)  # pointer var -> object expr
     result: str = "None"
-    likes: list[_Like] = field(default_factory=list)  # inputs an output may be made like
+    likes: dict[str, _Like] = field(default_factory=dict)  # inputs an output may be made like
 
     # --------------------------------------------------------------- placement
 
@@ -120,13 +119,12 @@ class Builder:
         """The call's kind and device, from its arrays (args.place: errors name them)."""
         kind, device = args.place(arrays)
         self.set_place(kind, device, arrays[0].obj)
-        for a in arrays:  # the parameters among them, each once
+        for a in arrays:  # the torch tensor parameters among them (or views of them)
             name = a.root[3:]
             if a.kind == "torch" and a.root.startswith("_p_") and name in self.params and \
-                    hasattr(a.obj, "new_empty") and all(like.name != name or not like.whole
-                                                        for like in self.likes):
-                self.likes.append(_Like(name, tuple(a.obj.shape), tuple(a.obj.stride()),
-                                        a.obj.dtype, not a.delta, a.device))
+                    name not in self.likes and hasattr(a.obj, "new_empty"):
+                self.likes[name] = _Like(name, tuple(a.obj.shape), tuple(a.obj.stride()),
+                                         a.obj.dtype, a.device)
         return kind, device
 
     def set_place(self, kind: str, device: int, like: Any = None) -> None:
@@ -306,11 +304,11 @@ def _torch_alloc(plan: Builder, alloc: _Alloc, n: int, dtype: Any) -> str:
     row_major = args.row_major(alloc.shape)
     alike: list[tuple[str, str]] = []  # (the input's name, how to allocate from it)
     others: list[tuple[str, str]] = []
-    for like in plan.likes:
+    for like in plan.likes.values():
         if like.device != plan.device:
             continue
         given = "" if like.dtype is dtype else f", dtype=_DT{n}"
-        if like.whole and like.shape == alloc.shape and like.strides == row_major:
+        if like.shape == alloc.shape and like.strides == row_major:
             alike.append((like.name, f"_EMPTY_LIKE({like.name}{given})"))
         else:
             others.append((like.name, f"{like.name}.new_empty(_SHAPE{n}{given})"))
