@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: demo test lint typecheck pytest lit gpu-test gpu-sanitize clean
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock setup.py tile_mlir/runtime/_launch.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[test]'
@@ -51,4 +51,4 @@ gpu-sanitize:
 	done
 
 clean:
-	rm -rf $(VENV) build *.egg-info lit-tests/Output
+	rm -rf $(VENV) build *.egg-info lit-tests/Output tile_mlir/runtime/_launch*.so

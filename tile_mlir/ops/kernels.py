@@ -41,6 +41,8 @@ class Loaded:
     block: tuple[int, int, int]
     device: int
     name: str
+    native: type | None = None  # the compiled launcher type (driver.native_launcher)
+    letters: str = ""  # its packing letter per argument (arrays.PARAM_LETTERS)
 
 
 _LOADED: dict[tuple[str, int], Loaded] = {}
@@ -105,8 +107,12 @@ def load(program: KernelProgram, device: int) -> Loaded:
     if len(types) != len(kernel.spec.params):
         raise RuntimeError(f"{program.name}: the program says {len(types)} arguments, the "
                            f"compiled kernel has {len(kernel.spec.params)}")
+    from tile_mlir.runtime.arrays import PARAM_LETTERS
+
+    letters = "".join(PARAM_LETTERS[kind] for kind in program.params())
     return Loaded(kernel.function, types, driver.cuda().cuLaunchKernel,
-                  (program.threads, 1, 1), device, program.name)
+                  (program.threads, 1, 1), device, program.name,
+                  driver.native_launcher(kernel.function), letters)
 
 
 def compiled(program: KernelProgram, chip: str | None = None) -> Any:
@@ -144,6 +150,7 @@ def retry(loaded: Loaded, error: Any) -> bool:
     once more; any other error raises CudaError."""
     from tile_mlir.runtime import driver
 
+    error = driver.result(error)
     if getattr(error, "name", "") in ("CUDA_ERROR_INVALID_CONTEXT",
                                       "CUDA_ERROR_CONTEXT_IS_DESTROYED",
                                       "CUDA_ERROR_INVALID_HANDLE"):

@@ -12,13 +12,15 @@ range, min_val <= max_val) and how to form the result are expressions too.
 `Builder.finish()` writes the plan as Python source and compiles it once (as
 runtime/kernel.py's `_fast_launcher` and Triton's launchers do): for a later call
 whose key matched (entry.py), the launcher allocates the outputs (torch: from an input
-of the call, `_torch_alloc`; cupy.empty), writes the pointers and numbers into the
-pre-packed ctypes parameter buffers (the constants written once), reads the caller's
-current stream and calls cuLaunchKernel; no loop, no dict, no helper per argument.
+of the call, `_torch_alloc`; cupy.empty), reads the caller's current stream and passes
+the pointers and numbers of each launch to its launcher (the constants packed once),
+which packs them and calls cuLaunchKernel; no loop, no dict, no helper per argument.
 
-The parameter buffers are shared state: a launcher belongs to the thread that made
-it, and a call from another thread runs a fresh copy with buffers of its own (correct,
-slower).
+Each launch goes through the compiled launcher (runtime/_launch.c, built by pip
+install: the values packed in C, cuLaunchKernel called directly) when it was built;
+otherwise through ctypes parameter slots, which are shared state: such a launcher
+belongs to the thread that made it, and a call from another thread runs a fresh copy
+with slots of its own (correct, slower).
 """
 
 from __future__ import annotations
@@ -329,28 +331,24 @@ def _stream_line(plan: Builder, names: dict[str, Any]) -> str:
     return "    _h = 0"
 
 
+def _per_call(launch: _Launch) -> list[str]:
+    """The expressions of a launch's per-call values (pointers and numbers), in order."""
+    return [_pointer_text(v) if isinstance(v, Ptr) else v.expr
+            for v in launch.values if isinstance(v, Ptr | Num)]
+
+
 def _launch_lines(n: int, launch: _Launch) -> list[str]:
-    assert launch.kernel is not None
-    lines = []
-    for j, value in enumerate(launch.values):
-        if isinstance(value, Ptr):
-            lines.append(f"    _S{n}_{j}.value = {_pointer_text(value)}")
-        elif isinstance(value, Num):
-            lines.append(f"    _S{n}_{j}.value = {value.expr}")
-    gx, gy, gz = launch.grid
-    bx, by, bz = launch.kernel.block
-    call = f"_L{n}(_F{n}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, 0, _h, _A{n}, 0)[0]"
-    lines.append(f"    _e = {call}")
-    lines.append(f"    if _e and _RETRY{n}(_e):\n        _FAIL({n}, {call})")
-    return lines
+    call = f"_L{n}({', '.join(['_h', *_per_call(launch)])})"
+    return [f"    _e = {call}", f"    if _e and _RETRY{n}(_e):\n        _FAIL({n}, {call})"]
 
 
 def source(plan: Builder, names: dict[str, Any]) -> str:
     """The launcher's Python source; `names` receives the constants it refers to."""
     params = ", ".join(plan.params)
-    lines = [f"def launch({params}):",
-             "    if not _LOCAL.mine:",
-             f"        return _OTHER_THREAD({params})"]
+    lines = [f"def launch({params}):"]
+    if any(launch.kernel is None or launch.kernel.native is None for launch in plan.launches):
+        # ctypes parameter slots: this thread's own (the compiled launcher packs per call)
+        lines += ["    if not _LOCAL.mine:", f"        return _OTHER_THREAD({params})"]
     for condition in plan.guards:
         lines.append(f"    if {condition}:\n        return _FULL({params})")
     lines.extend(f"    {line}" for line in plan.statements)
@@ -388,6 +386,7 @@ def _fail(n: int, error: Any) -> None:
     if error:
         from tile_mlir.runtime import driver
 
+        error = driver.result(error)
         driver.check(f"cuLaunchKernel (launch {n} of a tile_mlir.ops plan)", (error,))
 
 
@@ -422,21 +421,10 @@ class Launcher:
             "_FULL_OF": args.full,
             "_MISALIGNED": _misaligned, "_FAIL": _fail,
         }
-        keep = []
         for n, launch in enumerate(plan.launches):
             assert launch.kernel is not None
-            slots = [ctype() for ctype in launch.kernel.ctypes]
-            for slot, value in zip(slots, launch.values, strict=True):
-                if not isinstance(value, Ptr | Num):
-                    slot.value = value
-            params = (ctypes.c_void_p * max(len(slots), 1))(
-                *[ctypes.addressof(s) for s in slots])
-            keep.append((slots, params))
-            namespace.update({f"_S{n}_{j}": s for j, s in enumerate(slots)})
-            namespace.update({f"_A{n}": ctypes.addressof(params), f"_F{n}": launch.kernel.function,
-                              f"_L{n}": launch.kernel.launch,
-                              f"_RETRY{n}": _retrier(launch.kernel)})
-        namespace["_KEEP"] = keep
+            namespace[f"_L{n}"] = _launcher(launch)
+            namespace[f"_RETRY{n}"] = _retrier(launch.kernel)
         exec(self.code, namespace)
         function: Callable[..., Any] = namespace["launch"]
         return function
@@ -450,6 +438,37 @@ class Launcher:
 
     def __call__(self, *values: Any) -> Any:
         return self.function(*values)
+
+
+def _launcher(launch: _Launch) -> Callable[..., Any]:
+    """`launch(stream, *per-call values) -> CUresult`: the compiled launcher's when it was
+    built (runtime/_launch.c), else ctypes slots written by a generated function and
+    cuda-python's cuLaunchKernel."""
+    kernel = launch.kernel
+    assert kernel is not None
+    constants = tuple(None if isinstance(v, Ptr | Num) else v for v in launch.values)
+    if kernel.native is not None:
+        native = kernel.native(int(kernel.function), launch.grid, kernel.block,
+                               kernel.letters, constants)
+        bound: Callable[..., Any] = native.launch
+        return bound
+    slots = [ctype() for ctype in kernel.ctypes]
+    for slot, value in zip(slots, constants, strict=True):
+        if value is not None:
+            slot.value = value
+    params = (ctypes.c_void_p * max(len(slots), 1))(*[ctypes.addressof(s) for s in slots])
+    per_call = [j for j, value in enumerate(constants) if value is None]
+    values = "".join(f", v{j}" for j in per_call)
+    dims = ", ".join(map(str, (*launch.grid, *kernel.block)))
+    text = (f"def launch(h{values}):\n"
+            + "".join(f"    S{j}.value = v{j}\n" for j in per_call)
+            + f"    return LAUNCH(F, {dims}, 0, h, ADDRESS, 0)[0]\n")
+    namespace: dict[str, Any] = {
+        "LAUNCH": kernel.launch, "F": kernel.function, "ADDRESS": ctypes.addressof(params),
+        "KEEP": (slots, params), **{f"S{j}": slots[j] for j in per_call}}
+    exec(compile(text, f"<launch of {kernel.name}>", "exec"), namespace)
+    function: Callable[..., Any] = namespace["launch"]
+    return function
 
 
 def _retrier(kernel: Loaded) -> Callable[[Any], bool]:

@@ -43,6 +43,12 @@ SCALAR_CTYPES: dict[str, type[Any]] = {
 }
 
 
+PARAM_LETTERS: dict[str, str] = {
+    "ptr": "P", "f64": "d", "f32": "f", "i64": "q", "i32": "i", "i16": "h", "i8": "b", "bool": "?",
+}
+"""How the compiled launcher (_launch.c) packs each kind of kernel parameter."""
+
+
 class ArgumentError(TypeError):
     """A kernel argument that does not fit the kernel's parameter."""
 

@@ -6,6 +6,7 @@ tile_mlir and compile; only loading and launching need the driver.
 
 from __future__ import annotations
 
+import os
 import threading
 from functools import cache
 from types import ModuleType
@@ -33,6 +34,36 @@ def cuda() -> ModuleType:
         raise NoGpuError("cuda-python is not installed: pip install cuda-python") from e
     module: ModuleType = driver
     return module
+
+
+@cache
+def _extension() -> ModuleType | None:
+    try:
+        from tile_mlir.runtime import _launch
+    except ImportError:  # not built (pip install found no C compiler)
+        return None
+    module: ModuleType = _launch
+    return module
+
+
+def native_launcher(function: Any) -> type | None:
+    """The compiled launcher (runtime/_launch.c: the arguments packed in C, cuLaunchKernel
+    called directly) for a cuda-python CUfunction; None where it was not built, where
+    TILE_MLIR_NATIVE_LAUNCH=0 turns it off, or for a stand-in driver's function."""
+    if os.environ.get("TILE_MLIR_NATIVE_LAUNCH", "1") == "0":
+        return None
+    module = _extension()
+    real = getattr(cuda(), "CUfunction", None)
+    if module is None or real is None or not isinstance(function, real):
+        return None
+    launcher: type = module.Launcher
+    return launcher
+
+
+def result(code: Any) -> Any:
+    """A launch's CUresult as cuda-python's enum (the compiled launcher answers an int)."""
+    enum = getattr(cuda(), "CUresult", None)
+    return enum(code) if type(code) is int and enum is not None else code
 
 
 def _describe(code: Any) -> tuple[str, str]:

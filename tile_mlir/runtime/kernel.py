@@ -9,23 +9,25 @@ not depend on the argument values is done once per argument-type signature
 and kept in a `_Plan`: the binder of each argument, the ctypes storage of
 every parameter and the `void*[]` array pointing at it (the kernelParams of
 cuLaunchKernel), and where the stream comes from. A call then only reads
-each argument's address through its binder (checking it), writes it into
-the storage, reads the caller's current stream and launches: no hashing, no
-IR, no allocation beyond the argument tuple.
+each argument's address through its binder (checking it), reads the caller's
+current stream and launches, by the compiled launcher (_launch.c: the values
+packed in C) where pip install built it, else writing the ctypes storage for
+cuda-python's cuLaunchKernel: no hashing, no IR, no allocation beyond the
+argument tuple.
 """
 
 from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tile_mlir.runtime import arrays, driver
-from tile_mlir.runtime.arrays import SCALAR_CTYPES, ArgumentError, Binder
+from tile_mlir.runtime.arrays import PARAM_LETTERS, SCALAR_CTYPES, ArgumentError, Binder
 from tile_mlir.runtime.driver import check
 from tile_mlir.runtime.memory import DeviceBuffer
 from tile_mlir.runtime.spec import KernelSpec
@@ -134,17 +136,21 @@ class Kernel:
         self._fast(*args, stream, grid)
 
     def _launch(self, plan: _Plan, dims: Dims, stream: int) -> None:
-        err = plan.launch(self.function, *dims, 0, stream, plan.address, 0)[0]
-        if err:
-            self._retry(plan, dims, stream, err)
+        def launch() -> Any:
+            return plan.launch(self.function, *dims, 0, stream, plan.address, 0)[0]
 
-    def _retry(self, plan: _Plan, dims: Dims, stream: int, err: Any) -> None:
+        err = launch()
+        if err:
+            self._retry(err, launch)
+
+    def _retry(self, err: Any, launch: Callable[[], Any]) -> None:
         """The fast path does not set our context: a thread's first launch, or one after
         another library switched the thread's context, fails with CUDA_ERROR_INVALID_CONTEXT
-        (or _HANDLE). Then set it and try once more; raise any other error."""
+        (or _HANDLE). Then set it and `launch` once more; raise any other error."""
+        err = driver.result(err)
         if getattr(err, "name", "") in _CONTEXT_ERRORS:
             driver.context(self.device)
-            err = plan.launch(self.function, *dims, 0, stream, plan.address, 0)[0]
+            err = driver.result(launch())
         check("cuLaunchKernel", err)
 
     def _call_slow(self, plan: _Plan, args: tuple[Any, ...], dims: Dims, stream: Any) -> None:
@@ -179,40 +185,58 @@ class Kernel:
 
 
 def _fast_launcher(kernel: Kernel, plan: _Plan, types: tuple[type, ...]) -> Any:
-    """A launcher written for one argument-type signature and thread, as Triton writes
-    its launchers: the type checks, each argument's binder and slot, the stream, the
-    grid (the kernel's own, or the call's) and cuLaunchKernel with the constants bound
-    by name, with no loop, tuple or dict per call. It answers False (and launches
-    nothing) when the argument types or the thread differ, or no grid is known, and the
-    caller takes the general path (which raises the errors)."""
+    """A launcher written for one argument-type signature, as Triton writes its
+    launchers: the type checks, each argument's binder, the stream, the grid (the
+    kernel's own, or the call's) and the launch with the constants bound by name, with
+    no loop, tuple or dict per call. The launch is the compiled launcher's
+    (runtime/_launch.c: the values packed in C) where it was built, else the plan's
+    ctypes slots and cuda-python's cuLaunchKernel, then only from the thread that made
+    the plan. It answers False (and launches nothing) when the argument types (or that
+    thread) differ, or no grid is known, and the caller takes the general path (which
+    raises the errors)."""
     n = len(types)
     names = [f"a{i}" for i in range(n)]
-    same = [f"type(a{i}) is T{i}" for i in range(n)] + ["get_ident() == OWNER"]
-    source = (f"def fast({', '.join([*names, 'stream', 'grid'])}):\n"
-              f"    if not ({' and '.join(same)}):\n        return False\n"
-              "    if grid is None:\n"
-              "        if GRID is None:\n            return False\n"
-              "        gx, gy, gz = GRID\n"
-              "    else:\n"
-              "        gx, gy, gz = (*grid, 1, 1)[:3]\n"
-              + "".join(f"    S{i}.value = B{i}(a{i})\n" for i in range(n))
-              + "    handle = STREAM() if stream is None else HANDLE(stream)\n"
-              "    err = LAUNCH(F, gx, gy, gz, BX, BY, BZ, 0, handle, ADDRESS, 0)[0]\n"
-              "    if err:\n        RETRY(err, handle, (gx, gy, gz, BX, BY, BZ))\n"
-              "    return True\n")
     block = kernel.spec.block
     assert block is not None
+    native_type = driver.native_launcher(kernel.function)
+    same = [f"type(a{i}) is T{i}" for i in range(n)]
+    if native_type is None:
+        same.append("get_ident() == OWNER")
+    lines = [f"def fast({', '.join([*names, 'stream', 'grid'])}):",
+             f"    if not ({' and '.join(same)}):", "        return False",
+             "    if grid is None:",
+             "        if GRID is None:", "            return False",
+             "        gx, gy, gz = GRID",
+             "    else:",
+             "        gx, gy, gz = (*grid, 1, 1)[:3]",
+             "    handle = STREAM() if stream is None else HANDLE(stream)"]
+    if native_type is not None:
+        values = ", ".join(f"B{i}(a{i})" for i in range(n))
+        launch = f"NATIVE(handle, gx, gy, gz{', ' if n else ''}{values})"
+        lines += [f"    err = {launch}", "    if err:",
+                  f"        RETRY(err, lambda: {launch})"]
+    else:
+        lines += [f"    S{i}.value = B{i}(a{i})" for i in range(n)]
+        launch = "LAUNCH(F, gx, gy, gz, BX, BY, BZ, 0, handle, ADDRESS, 0)[0]"
+        lines += [f"    err = {launch}", "    if err:",
+                  f"        RETRY(err, lambda: {launch})"]
+    lines.append("    return True")
     namespace: dict[str, Any] = {
         "get_ident": threading.get_ident, "OWNER": plan.owner, "STREAM": plan.stream,
         "HANDLE": arrays.stream_handle, "LAUNCH": plan.launch, "F": kernel.function,
-        "ADDRESS": plan.address, "GRID": kernel.spec.grid,
-        "RETRY": lambda err, h, dims: kernel._retry(plan, dims, h, err),
+        "ADDRESS": plan.address, "GRID": kernel.spec.grid, "RETRY": kernel._retry,
         "BX": block[0], "BY": block[1], "BZ": block[2],
         **{f"T{i}": t for i, t in enumerate(types)},
         **{f"B{i}": b for i, b in enumerate(plan.binders)},
         **{f"S{i}": s for i, s in enumerate(plan.slots)},
     }
-    exec(compile(source, f"<launcher of {kernel.spec.name}>", "exec"), namespace)
+    if native_type is not None:
+        letters = "".join(PARAM_LETTERS["ptr" if p.is_memref else p.dtype]
+                          for p in kernel.spec.params)
+        namespace["NATIVE"] = native_type(int(kernel.function), (1, 1, 1), block, letters,
+                                          (None,) * n).launch_grid
+    exec(compile("\n".join(lines) + "\n", f"<launcher of {kernel.spec.name}>", "exec"),
+         namespace)
     return namespace["fast"]
 
 
