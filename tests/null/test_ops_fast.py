@@ -317,6 +317,37 @@ def test_python_calls_per_call(lean: tuple[Any, list[FakeDriver]]) -> None:
     assert a.pointer in launch.values and b.pointer in launch.values
 
 
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_one_gpu_allocates_as_inductor_does(lean: tuple[Any, list[FakeDriver]],
+                                            gpus: int) -> None:
+    """With one GPU visible, outputs come from torch._C._dynamo.guards._empty_strided_cuda
+    (shape, row-major strides, dtype: no argument parser); with two, from empty_like of
+    an input (the fast one allocates on the current device, which may not be the
+    plan's)."""
+    torch, drivers = lean
+    made: list[tuple[Any, ...]] = []
+
+    def empty_strided_cuda(shape: tuple[int, ...], strides: tuple[int, ...],
+                           dtype: Any) -> Any:
+        made.append((shape, strides, dtype))
+        return torch.empty(shape, dtype)
+
+    torch._C._dynamo = types.SimpleNamespace(
+        guards=types.SimpleNamespace(_empty_strided_cuda=empty_strided_cuda))
+    torch.cuda = types.SimpleNamespace(device_count=lambda: gpus)
+    a, b = (_tensor(torch, (6, 1000), at=(n + 1) << 36) for n in range(2))
+    for _ in range(3):
+        out = ops.add(a, b)
+        assert out.pointer in drivers[0].launches[-1].values
+        total = ops.sum(a, dim=-1)
+        assert total.shape == (6,)
+    if gpus == 1:
+        assert made[-2:] == [((6, 1000), (1000, 1), torch.float32), ((6,), (1,), torch.float32)]
+        assert len(made) == 6
+    else:
+        assert not made
+
+
 def test_misaligned_input_passes_an_aligned_base(lean: tuple[Any, list[FakeDriver]]) -> None:
     torch, drivers = lean
     x = _tensor(torch, (1000,), at=(1 << 36) + 8)  # 8 bytes past a 16-byte boundary

@@ -281,7 +281,7 @@ def _alloc_lines(plan: Builder, names: dict[str, Any]) -> list[str]:
         if plan.kind == "torch":
             torch = args.torch_module()
             dtype = names[f"_DT{n}"] = getattr(torch, DTYPES[alloc.dtype].numpy)
-            lines.append(f"    {alloc.var} = {_torch_alloc(plan, alloc, n, dtype)}")
+            lines.append(f"    {alloc.var} = {_torch_alloc(plan, alloc, n, dtype, names)}")
             lines.append(f"    _p_{alloc.var} = {alloc.var}.data_ptr()")
         else:
             lines.append(f"    {alloc.var} = _ALLOC({shape}, {alloc.dtype!r}, {plan.kind!r}, "
@@ -294,16 +294,38 @@ def _alloc_lines(plan: Builder, names: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _torch_alloc(plan: Builder, alloc: _Alloc, n: int, dtype: Any) -> str:
-    """A torch output, made from an input parameter where there is one on its device
-    (host us on an H100 host, beside torch.empty(shape, dtype=, device=)'s 3.1):
-    torch.empty_like of an input of the output's shape that lies row-major (1.7; its
-    shape and strides are in the key, so this holds for every call of the plan, and
-    empty_like then gives row-major strides too), else the input's new_empty(shape)
+def _cuda_empty() -> Any:
+    """torch's allocator entry for the code inductor generates,
+    `torch._C._dynamo.guards._empty_strided_cuda(shape, strides, dtype)`: no argument
+    parser (a few us less than torch.empty_like's on an H100 host), on the current
+    device; so only where one GPU is visible (the current device is then the plan's:
+    with several, a thread may have made another one current). None where this torch
+    has no such function."""
+    torch = args.torch_module()
+    guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+    fast = getattr(guards, "_empty_strided_cuda", None)
+    cuda = getattr(torch, "cuda", None)
+    if fast is None or cuda is None or cuda.device_count() != 1:
+        return None
+    return fast
+
+
+def _torch_alloc(plan: Builder, alloc: _Alloc, n: int, dtype: Any, names: dict[str, Any]
+                 ) -> str:
+    """A torch output: with one GPU visible, by `_cuda_empty` (row-major). Else made from
+    an input parameter where there is one on its device (host us on an H100 host, beside
+    torch.empty(shape, dtype=, device=)'s 3.1): torch.empty_like of an input of the
+    output's shape that lies row-major (1.7; its shape and strides are in the key, so
+    this holds for every call of the plan, and empty_like then gives row-major strides
+    too), else the input's new_empty(shape)
     (2.3, 2.8 with a dtype); else torch.empty. A torch subclass passed for that input
     gets torch.empty: its methods would dispatch to the subclass."""
-    empty = f"_EMPTY(_SHAPE{n}, dtype=_DT{n}, device=_DEV)"
     row_major = args.row_major(alloc.shape)
+    fast = _cuda_empty()
+    if fast is not None:
+        names["_EMPTY_CUDA"], names[f"_STRIDES{n}"] = fast, tuple(row_major)
+        return f"_EMPTY_CUDA(_SHAPE{n}, _STRIDES{n}, _DT{n})"
+    empty = f"_EMPTY(_SHAPE{n}, dtype=_DT{n}, device=_DEV)"
     alike: list[tuple[str, str]] = []  # (the input's name, how to allocate from it)
     others: list[tuple[str, str]] = []
     for like in plan.likes.values():
