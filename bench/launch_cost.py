@@ -5,21 +5,26 @@ Per op (add of a tensor and of a Python scalar, exp, silu_and_mul, sum(dim=-1),
 amax(dim=-1), rope_neox, dropout), at 2^10 and 2^16 elements, without and (where the
 library's op has it) with out=:
 - host microseconds per call: the median over batches of back-to-back calls (100 a
-  batch, 40 batches: 4000 calls), the device synchronized between batches; at these
+  batch, 100 batches: 10000 calls), the device synchronized between batches, the
+  batches of tile-mlir, torch eager and the floor interleaved (a drift of the host's
+  speed falls on all three alike); at these
   sizes the GPU finishes a call sooner than the host issues the next, so this is the
   host's time (device time is bench/harness.py's business);
 - the same for torch eager's op (its formula where torch has no such op: silu_and_mul
   as F.silu(x[..., :N]) * x[..., N:], rope as vLLM's forward_native);
 - Python function calls per call (sys.setprofile's "call" events over 300 calls, the
   benchmark's own lambda not counted) for both;
-- the floor: cuLaunchKernel from cuda-python, its kernelParams packed beforehand, of an
-  empty kernel taking as many 64-bit parameters as the op's launch passes (its
-  arrays, scalars and sizes: an estimate, the library's kernels are its own).
+- the floor: the launch a plan makes, by the compiled launcher (runtime/_launch.c: the
+  values packed in C, cuLaunchKernel called directly; cuda-python's cuLaunchKernel
+  where it was not built), of an empty kernel taking as many 64-bit parameters as the
+  op's launch passes (its arrays, scalars and sizes: an estimate, the library's kernels
+  are its own), each passed per call.
 A second table keeps the launchers of one 4096-element add kernel compiled by
 tile_mlir.compile: the Kernel on torch tensors, on int pointers, on CuPy arrays, a
-bare cuLaunchKernel of that kernel, torch.add(out=), cupy.add(out=), Triton.
+bare cuLaunchKernel of that kernel (cuda-python's, and the compiled launcher's),
+torch.add(out=), cupy.add(out=), Triton.
 
-    python3 bench/launch_cost.py [--calls 100] [--batches 40] [--dry-run]
+    python3 bench/launch_cost.py [--calls 100] [--batches 100] [--dry-run]
 
 Writes bench/results/launch_cost-<device>.md (and .json).
 """
@@ -37,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from common import RESULTS, environment, environment_line, save, slug, table
-from timing import per_call_us, percentiles
+from timing import per_call_us, per_call_us_together, percentiles
 
 SIZES = (10, 16)
 ADD_N = 4096
@@ -176,9 +181,14 @@ EMPTY_PTX = """.version 7.0
 """
 
 
+FLOOR_BY = ("the compiled launcher (runtime/_launch.c), each value passed per call; "
+            "cuda-python's cuLaunchKernel where that was not built")
+
+
 class Floor:
-    """cuLaunchKernel of an empty kernel with k 64-bit parameters, the array of their
-    addresses built once: nothing but the driver call per launch."""
+    """A plan's launch of an empty kernel with k 64-bit parameters: the compiled
+    launcher's (the k values passed per call), else cuda-python's cuLaunchKernel with
+    the array of their addresses built once."""
 
     def __init__(self) -> None:
         from cuda.bindings import driver
@@ -187,6 +197,8 @@ class Floor:
         self.kernels: dict[int, Any] = {}
 
     def launcher(self, k: int) -> Callable[[], object]:
+        from tile_mlir.runtime import driver as runtime_driver
+
         driver = self.driver
         if k not in self.kernels:
             params = ", ".join(f".param .u64 p{i}" for i in range(k))
@@ -196,14 +208,33 @@ class Floor:
             assert not err, f"cuModuleGetFunction: {err}"
             self.kernels[k] = (module, function)
         function = self.kernels[k][1]
-        slots = [ctypes.c_uint64(0) for _ in range(k)]
-        array = (ctypes.c_void_p * k)(*[ctypes.addressof(s) for s in slots])
-        address, launch = ctypes.addressof(array), driver.cuLaunchKernel
+        native = runtime_driver.native_launcher(function)
+        if native is not None:
+            return _compiled(native, function, (1, 1, 1), (32, 1, 1), (0,) * k)
+        return _bare_cuda_python(function, (1, 1, 1), (32, 1, 1), (0,) * k)
 
-        def bare(_keep: object = (slots, array)) -> object:  # the default keeps them alive
-            return launch(function, 1, 1, 1, 32, 1, 1, 0, 0, address, 0)
 
-        return bare
+def _bare_cuda_python(function: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                      pointers: tuple[int, ...]) -> Callable[[], object]:
+    """cuda-python's cuLaunchKernel, the kernelParams array built once."""
+    from cuda.bindings import driver
+
+    slots = [ctypes.c_uint64(p) for p in pointers]
+    params = (ctypes.c_void_p * len(slots))(*[ctypes.addressof(s) for s in slots])
+    address, launch = ctypes.addressof(params), driver.cuLaunchKernel
+
+    def bare(_keep: object = (slots, params)) -> object:  # the default keeps them alive
+        return launch(function, *grid, *block, 0, 0, address, 0)
+
+    return bare
+
+
+def _compiled(native: Any, function: Any, grid: tuple[int, int, int],
+              block: tuple[int, int, int], pointers: tuple[int, ...]) -> Callable[[], object]:
+    """The compiled launcher's launch, every pointer passed per call (as a plan's)."""
+    launch = native(int(function), grid, block, "P" * len(pointers),
+                    (None,) * len(pointers)).launch
+    return lambda: launch(0, *pointers)
 
 
 def host_us(torch: Any, fn: Callable[[], object], calls: int, batches: int) -> Figures:
@@ -212,15 +243,31 @@ def host_us(torch: Any, fn: Callable[[], object], calls: int, batches: int) -> F
     return percentiles(per_call_us(fn, calls, batches, torch.cuda.synchronize))
 
 
-def figures(torch: Any, fn: Callable[[], object], args: argparse.Namespace
-            ) -> tuple[Figures | str, float | None]:
-    """(host us per call, Python calls per call), or why the call fails (then None)."""
-    try:
-        return host_us(torch, fn, args.calls, args.batches), python_calls(fn)
-    except Exception as e:  # noqa: BLE001 - a call that fails is reported in its row
-        torch.cuda.synchronize()
-        return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}", \
-            None
+def _why(e: Exception) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def host_us_together(torch: Any, fns: Sequence[Callable[[], object]],
+                     args: argparse.Namespace) -> list[Figures | str]:
+    """Host us per call of each function, their batches interleaved (per_call_us_together);
+    why, for one whose warm-up call fails."""
+    results: list[Figures | str] = []
+    live: list[int] = []
+    for i, fn in enumerate(fns):
+        try:
+            for _ in range(20):
+                fn()  # warm: compiles, plans, lazy loading
+            results.append("")
+            live.append(i)
+        except Exception as e:  # noqa: BLE001 - a call that fails is reported in its row
+            torch.cuda.synchronize()
+            results.append(_why(e))
+    samples = per_call_us_together([fns[i] for i in live], args.calls, args.batches,
+                                   torch.cuda.synchronize)
+    for i, got in zip(live, samples, strict=True):
+        results[i] = percentiles(got)
+    return results
 
 
 def measure(torch: Any, args: argparse.Namespace) -> list[Row]:
@@ -234,11 +281,13 @@ def measure(torch: Any, args: argparse.Namespace) -> list[Row]:
             rope_pairs(torch, ops, n)
         for (op, out), (ours, eager, params) in sorted(
                 pairs.items(), key=lambda kv: (ORDER.index(kv[0][0]), kv[0][1])):
-            (ours_us, ours_calls), (torch_us, torch_calls) = \
-                figures(torch, ours, args), figures(torch, eager, args)
-            floor_us = host_us(torch, floor.launcher(params), args.calls, args.batches)[0]
+            ours_us, torch_us, floor_us = host_us_together(
+                torch, [ours, eager, floor.launcher(params)], args)
+            assert isinstance(floor_us, tuple), floor_us
+            ours_calls = python_calls(ours) if isinstance(ours_us, tuple) else None
+            torch_calls = python_calls(eager) if isinstance(torch_us, tuple) else None
             rows.append(Row(op, n, out, ours_us, torch_us, ours_calls, torch_calls, params,
-                            floor_us))
+                            floor_us[0]))
             print(" | ".join(rows[-1].cells()), flush=True)
     return rows
 
@@ -251,31 +300,24 @@ def kernel_launchers(torch: Any) -> dict[str, Callable[[], object]]:
     from support.cases import Case
 
     import tile_mlir
+    from tile_mlir.runtime import driver
 
     kernel = tile_mlir.compile(Case("add", (ADD_N,), block=BLOCK).mlir()).kernel("kernel")
     x, y, out = (torch.randn(ADD_N, device="cuda") for _ in range(3))
     pointers = (x.data_ptr(), y.data_ptr(), out.data_ptr())
+    grid, block = kernel.spec.grid or (1, 1, 1), kernel.spec.block or (1, 1, 1)
     found: dict[str, Callable[[], object]] = {
         "tile-mlir Kernel, torch tensors": lambda: kernel(x, y, out),
         "tile-mlir Kernel, int pointers": lambda: kernel(*pointers),
-        "bare cuLaunchKernel of the same kernel (cuda-python)": _bare(kernel, pointers),
+        "bare cuLaunchKernel of the same kernel (cuda-python)": _bare_cuda_python(
+            kernel.function, grid, block, pointers),
         "torch eager torch.add(out=)": lambda: torch.add(x, y, out=out),
     }
+    native = driver.native_launcher(kernel.function)
+    if native is not None:
+        found["compiled launcher of the same kernel (tile_mlir.runtime._launch)"] = \
+            _compiled(native, kernel.function, grid, block, pointers)
     return found | _cupy(kernel) | _triton(torch)
-
-
-def _bare(kernel: Any, pointers: tuple[int, ...]) -> Callable[[], object]:
-    from cuda.bindings import driver
-
-    slots = [ctypes.c_uint64(p) for p in pointers]
-    params = (ctypes.c_void_p * len(slots))(*[ctypes.addressof(s) for s in slots])
-    address, function, launch = ctypes.addressof(params), kernel.function, driver.cuLaunchKernel
-    (gx, gy, gz), (bx, by, bz) = kernel.spec.grid or (1, 1, 1), kernel.spec.block or (1, 1, 1)
-
-    def bare(_keep: object = (slots, params)) -> object:
-        return launch(function, gx, gy, gz, bx, by, bz, 0, 0, address, 0)
-
-    return bare
 
 
 def _cupy(kernel: Any) -> dict[str, Callable[[], object]]:
@@ -336,10 +378,11 @@ def report(env: dict[str, str], rows: Sequence[Row], launcher_rows: Sequence[Seq
         f"`{command}`", "", environment_line(env), "",
         f"Host microseconds per call: median (p10-p90) over {args.batches} batches of "
         f"{args.calls} back-to-back calls ({args.calls * args.batches} calls), the device "
-        "synchronized between batches. Python calls per call: sys.setprofile's 'call' "
-        "events over 300 calls. Floor: cuLaunchKernel (cuda-python) of an empty kernel with "
-        "as many 64-bit parameters as the op's launch (an estimate), its parameter array "
-        "built once." + (" FAKE figures (--dry-run)." if args.dry_run else ""), "",
+        "synchronized between batches, the batches of tile-mlir, torch eager and the floor "
+        "interleaved. Python calls per call: sys.setprofile's 'call' "
+        "events over 300 calls. Floor: a plan's launch of an empty kernel with as many 64-bit "
+        "parameters as the op's launch (an estimate), by " + FLOOR_BY + "."
+        + (" FAKE figures (--dry-run)." if args.dry_run else ""), "",
         table(HEADER, [r.cells() for r in rows]), "",
         f"## Launchers of one {ADD_N}-element f32 add kernel", "",
         table(["launcher", "median us/call", "p10", "p90"], launcher_rows), ""])
@@ -348,7 +391,7 @@ def report(env: dict[str, str], rows: Sequence[Row], launcher_rows: Sequence[Seq
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--calls", type=int, default=100, help="calls per batch")
-    parser.add_argument("--batches", type=int, default=40, help="batches (samples)")
+    parser.add_argument("--batches", type=int, default=100, help="batches (samples)")
     parser.add_argument("--dry-run", action="store_true", help="no GPU: fake figures")
     parser.add_argument("--results", type=Path, help="the folder for the files")
     args = parser.parse_args(argv)

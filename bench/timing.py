@@ -202,6 +202,20 @@ def per_call_us(fn: Callable[[], object], calls: int, repeats: int,
     return samples
 
 
+def per_call_us_together(fns: Sequence[Callable[[], object]], calls: int, repeats: int,
+                         sync: Callable[[], object] = lambda: None) -> list[list[float]]:
+    """`per_call_us` of several functions at once, their batches interleaved (the order
+    turned each repeat), so a drift of the host's speed over the run, which moves host
+    timings by a fifth and more on shared machines, falls on all of them alike; a list
+    of samples per function."""
+    samples: list[list[float]] = [[] for _ in fns]
+    for repeat in range(repeats):
+        for k in range(len(fns)):
+            i = (k + repeat) % len(fns)
+            samples[i].extend(per_call_us(fns[i], calls, 1, sync))
+    return samples
+
+
 def once_ms(fn: Callable[[], object], repeats: int,
             before: Callable[[], object] = lambda: None) -> list[float]:
     """Milliseconds per call of `fn`, one call a sample, `before` run untimed first."""
