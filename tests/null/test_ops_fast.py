@@ -289,8 +289,9 @@ def _tensor(torch: Any, shape: tuple[int, ...], dtype: str = "float32", at: int 
 
 
 BOUNDS = {"add": 12, "add_out": 12, "sum": 10, "rope_neox": 16, "dropout": 16, "fused": 12}
-"""Calls per call at most (measured: add 10, add out= 10, sum 8, rope_neox 14, dropout 14,
-a fused mul(gelu(add(a, b)), 0.5) 10: what add costs)."""
+"""Calls per call at most (measured: add 11, add out= 11, sum 9, rope_neox 15, dropout 14,
+a fused mul(gelu(add(a, b)), 0.5) 11: what add costs; the fakes' kernels launch through
+the ctypes fallback, whose launch is a generated function of its own)."""
 
 
 def test_python_calls_per_call(lean: tuple[Any, list[FakeDriver]]) -> None:
