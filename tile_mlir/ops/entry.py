@@ -95,10 +95,16 @@ def _refresh_torch() -> None:
         _NS["_TENSOR"] = tensor if isinstance(tensor, type) else _NoTensor
 
 
-def keyof(value: Any) -> tuple[Any, int] | None:
-    """The key part and pointer of an array the generated code does not key inline (a
-    torch subclass, CuPy, a DeviceBuffer, any __cuda_array_interface__ or DLPack
-    object); None when the full path must run every call (NumPy, unusual numbers)."""
+class _Generic:
+    """The second key entry of an array that is not a torch tensor (keyof)."""
+
+
+def keyof(value: Any) -> tuple[tuple[Any, ...], int] | None:
+    """The key entries (SLOTS of them) and pointer of an array the generated code does
+    not key inline (a torch subclass, a tensor met before the entry knew torch, CuPy, a
+    DeviceBuffer, any __cuda_array_interface__ or DLPack object); None when the full
+    path must run every call (NumPy, unusual numbers). A torch tensor's entries are the
+    inline ones."""
     _refresh_torch()
     torch = sys.modules.get("torch")
     tensor: Any = getattr(torch, "Tensor", ()) if torch is not None else ()
@@ -114,8 +120,9 @@ def keyof(value: Any) -> tuple[Any, int] | None:
         return None
     if found is None or found.kind == "numpy":
         return None
-    return (found.kind, found.dtype, found.shape, found.strides, found.pointer & _ALIGN_MASK,
-            found.device), found.pointer
+    return ((found.kind, found.dtype, found.shape, found.strides,
+             found.pointer & _ALIGN_MASK, found.device), _Generic, None, None, None), \
+        found.pointer
 
 
 _NS["_KEYOF"] = keyof
@@ -173,71 +180,125 @@ def op(roles: dict[str, str], classes: dict[str, str] | None = None,
 # ------------------------------------------------------------------ the entry
 
 
-def _number_branch(spec: Spec, name: str, keyed: str) -> list[str]:
+SLOTS = 5
+"""Key entries per array parameter, whatever it was given as; the first two tell the
+cases apart: a torch tensor (dtype, shape, strides, pointer alignment, device), None
+(None, None, ...), a number (its type or (type, class), None, ...), any other array
+(keyof's description, _Generic, None, ...). One flat tuple per call: no tuple built per
+parameter, and hashing it does not recurse."""
+
+
+def _slots(name: str) -> list[str]:
+    return [f"_k_{name}{i}" for i in range(SLOTS)]
+
+
+def _fill(name: str, first: str, second: str = "None", indent: str = "        ") -> list[str]:
+    """An array parameter's key entries when it is not a tensor: two, then Nones."""
+    k = _slots(name)
+    rest = " = ".join(k[2:])
+    return [f"{indent}{k[0]} = {first}", f"{indent}{k[1]} = {second}",
+            f"{indent}{rest} = None"]
+
+
+def _number_part(spec: Spec, name: str) -> str:
     cls = spec.classes.get(name)
-    part = f"(_t, {cls})" if cls else "_t"
-    return ["    elif _t is float or _t is int or _t is bool:" if keyed else
-            "    if _t is float or _t is int or _t is bool:",
-            f"        _p_{name} = 0", f"        _k_{name} = {part}"]
+    return f"(_t, {cls})" if cls else "_t"
 
 
-def _generic(name: str, value: str, call: str, key: str, pointer: str) -> list[str]:
+def _generic(name: str, value: str, call: str, pointer: str) -> list[str]:
     return ["    else:", f"        _g = _KEYOF({value})", "        if _g is None:",
-            f"            return {call}", f"        {key}, {pointer} = _g"]
+            f"            return {call}", f"        {', '.join(_slots(name))} = _g[0]",
+            f"        {pointer} = _g[1]"]
 
 
 def _array_key(value: str, pointer: str) -> str:
-    """An array's key part: what a plan depends on (the misalignment under
-    KERNEL_ARG_ALIGN, not the pointer: that is read per call)."""
+    """A torch tensor's key part as one tuple (out=(a, b)'s items): what a plan depends on
+    (the misalignment under KERNEL_ARG_ALIGN, not the pointer: that is read per call)."""
     return (f"({value}.dtype, {value}.shape, {value}.stride(), {pointer} & {_ALIGN_MASK}, "
             f"{value}.device)")
 
 
-def _param_lines(spec: Spec, param: inspect.Parameter, slow: str, earlier: list[str]
-                 ) -> list[str]:
-    """The key part (`_k_<name>`) and pointer (`_p_<name>`) of one parameter."""
+def _tensor_lines(name: str) -> list[str]:
+    k = _slots(name)
+    return [f"        _p_{name} = {name}.data_ptr()", f"        {k[0]} = {name}.dtype",
+            f"        {k[1]} = {name}.shape", f"        {k[2]} = {name}.stride()",
+            f"        {k[3]} = _p_{name} & {_ALIGN_MASK}", f"        {k[4]} = {name}.device"]
+
+
+def _param_lines(spec: Spec, param: inspect.Parameter, slow: str) -> list[str]:
+    """The key entries (`_k_<name>`, or `_k_<name>0..4` for an array parameter) and the
+    pointer (`_p_<name>`) of one parameter."""
     name, role = param.name, spec.role(param.name)
     if role == "static":
         return [f"    _k_{name} = {name} if type({name}) is not list else tuple({name})"]
     if role == "number":
-        return ["    _t = type(" + name + ")", *_number_branch(spec, name, ""),
+        return ["    _t = type(" + name + ")",
+                "    if _t is float or _t is int or _t is bool:",
+                f"        _k_{name} = {_number_part(spec, name)}",
                 "    else:", f"        return {slow}"]
     if role == "outs":
-        return _outs_lines(name, slow, earlier)
+        return _outs_lines(name, slow)
     lines = [f"    _t = type({name})"]
     if role in ("optional", "out"):
-        lines += [f"    if {name} is None:", f"        _p_{name} = 0", f"        _k_{name} = None",
+        lines += [f"    if {name} is None:", f"        _p_{name} = 0", *_fill(name, "None"),
                   "    elif _t is _TENSOR:"]
     else:
         lines.append("    if _t is _TENSOR:")
-    lines += [f"        _p_{name} = {name}.data_ptr()",
-              f"        _k_{name} = {_array_key(name, f'_p_{name}')}"]
+    lines += _tensor_lines(name)
     if role in ("operand", "optional"):
-        lines += _number_branch(spec, name, "elif")
-    lines += _generic(name, name, slow, f"_k_{name}", f"_p_{name}")
-    if role == "out" and earlier:
-        same = ", ".join(f"_p_{name} == {p}" for p in earlier)
-        lines.append(f"    _k_{name} = (_k_{name}, {same})")
-    return lines
+        lines += ["    elif _t is float or _t is int or _t is bool:", f"        _p_{name} = 0",
+                  *_fill(name, _number_part(spec, name))]
+    return lines + _generic(name, name, slow, f"_p_{name}")
 
 
-def _outs_lines(name: str, slow: str, earlier: list[str]) -> list[str]:
-    """out=(a, b): each None or an array, keyed as out= is."""
+def key_entries(spec: Spec) -> list[str]:
+    """The names and expressions of the key after the op's id, in order: each
+    parameter's entries, then for out= whether its pointer is each earlier array's."""
+    entries: list[str] = []
+    earlier: list[str] = []
+    for p in spec.params:
+        role = spec.role(p.name)
+        if role in ARRAY_ROLES:
+            entries += _slots(p.name)
+            if role == "out":
+                entries += [f"_p_{p.name} == {e}" for e in earlier]
+            else:
+                earlier.append(f"_p_{p.name}")
+        else:
+            entries.append(f"_k_{p.name}")
+    return entries
+
+
+def _outs_lines(name: str, slow: str) -> list[str]:
+    """out=(a, b): each None or an array, keyed as one tuple (a rare parameter: the
+    nesting costs what it costs)."""
     lines = [f"    if {name} is None:", f"        _p_{name}_0 = _p_{name}_1 = 0",
              f"        _k_{name} = None", "    else:",
              f"        if type({name}) is not tuple and type({name}) is not list:",
              f"            return {slow}"]
     for i in (0, 1):
         item, pointer = f"{name}[{i}]", f"_p_{name}_{i}"
-        same = ", ".join(f"{pointer} == {p}" for p in earlier)
         lines += [f"        _o = {item}", "        if _o is None:", f"            {pointer} = 0",
                   f"            _k{i} = None", "        elif type(_o) is _TENSOR:",
                   f"            {pointer} = _o.data_ptr()",
-                  f"            _k{i} = ({_array_key('_o', pointer)}, {same})",
+                  f"            _k{i} = {_array_key('_o', pointer)}",
                   "        else:", "            _g = _KEYOF(_o)", "            if _g is None:",
-                  f"                return {slow}", f"            _k{i}, {pointer} = _g",
-                  f"            _k{i} = (_k{i}, {same})"]
+                  f"                return {slow}", f"            _k{i}, {pointer} = _g"]
     lines.append(f"        _k_{name} = (type({name}), len({name}), _k0, _k1)")
+    return lines
+
+
+def _outs_aliasing(spec: Spec) -> list[str]:
+    """out=(a, b): whether each item's pointer is an earlier array's, in its key part."""
+    lines: list[str] = []
+    earlier: list[str] = []
+    for p in spec.params:
+        role = spec.role(p.name)
+        if role in ("operand", "array", "optional"):
+            earlier.append(f"_p_{p.name}")
+        elif role == "outs" and earlier:
+            same = [f"_p_{p.name}_{i} == {e}" for i in (0, 1) for e in earlier]
+            lines.append(f"    _k_{p.name} = (_k_{p.name}, {', '.join(same)})")
     return lines
 
 
@@ -257,12 +318,10 @@ def _generate(spec: Spec) -> Callable[..., Any]:
     values = ", ".join(names)
     slow = f"_SLOW_{spec.name}(None, {values})"
     lines = [f"def {spec.name}({_signature_text(spec)}):"]
-    earlier: list[str] = []
     for param in spec.params:
-        lines += _param_lines(spec, param, slow, earlier)
-        if spec.role(param.name) in ("operand", "array", "optional"):
-            earlier.append(f"_p_{param.name}")
-    key = ", ".join([f"_ID_{spec.name}", *(f"_k_{n}" for n in names)])
+        lines += _param_lines(spec, param, slow)
+    lines += _outs_aliasing(spec)
+    key = ", ".join([f"_ID_{spec.name}", *key_entries(spec)])
     lines += [f"    _key = ({key},)", "    try:", "        _plan = _PLANS[_key]",
               "    except KeyError:", f"        return _SLOW_{spec.name}(_key, {values})",
               "    except TypeError:  # an unhashable parameter: no plan for it",
