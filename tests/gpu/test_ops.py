@@ -166,3 +166,28 @@ def test_prelu_channels_and_inplace_against_torch() -> None:
     y = x.clone()
     assert ops.leaky_relu(y, 0.2, inplace=True) is y
     assert torch.equal(y, functional.leaky_relu(x, 0.2))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_div_trunc_of_quotients_just_under_an_integer(dtype: str,
+                                                      rng: np.random.Generator) -> None:
+    """div(rounding_mode="trunc") where a / b lies just under an integer (a = k * b, one
+    or two ulp down): torch divides in the 16-bit type (the quotient rounds up to k,
+    trunc gives k) where a float32 quotient truncates to k - 1; by a Python number,
+    torch multiplies by the reciprocal in float32 and truncates with no rounding
+    between. Both against torch, element for element."""
+    torch = torch_module()
+    t = getattr(torch, dtype)
+    b = torch.tensor(rng.uniform(1.0, 9.0, 4099), device="cuda").to(t)
+    k = torch.tensor(rng.integers(1, 60, 4099), device="cuda").to(t)
+    a = (k.float() * b.float()).to(t)  # positive: one less in the bits is one ulp down
+    bits = torch.int32 if dtype == "float32" else torch.int16
+    a = (a.view(bits) - torch.tensor(rng.integers(1, 3, 4099), device="cuda").to(bits)
+         ).view(t)
+    want = torch.div(a, b, rounding_mode="trunc")
+    got = torch.full_like(a, float("nan"))
+    ops.div(a, b, rounding_mode="trunc", out=got)
+    assert torch.equal(got, want), int((got != want).sum())
+    for divisor in (3.0, 7.0, 0.1):
+        assert torch.equal(ops.div(a, divisor, rounding_mode="trunc"),
+                           torch.div(a, divisor, rounding_mode="trunc")), divisor

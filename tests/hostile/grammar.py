@@ -211,7 +211,8 @@ def _ew_inputs(kernel: Kernel, row: op_table.EwOp, shape: list[str], dtype: str)
         if row.indexed and i == row.arity - 1:
             inputs.append(_arg(kernel, "i64"))
         elif i in row.scalar_only:  # scalars share the variadic slot's one type
-            scalar = "i64" if i in row.keep else "f32" if dtype.startswith("f8") else dtype
+            scalar = row.kept_type(i) or ("i64" if i in row.keep else
+                                          "f32" if dtype.startswith("f8") else dtype)
             inputs.append(_arg(kernel, DTYPES[scalar].mlir))
         elif i in row.keep:
             inputs.append(_arg(kernel, "i1", shape))

@@ -433,3 +433,4 @@ def test_cupy_arrays_take_plans(device: Device, rng: np.random.Generator,
         got, want = call(cupy.asarray(x), cupy.asarray(y))
         np.testing.assert_allclose(got.get(), want, rtol=1e-6, atol=1e-6, err_msg=name)
     assert len(cupy.stream_reads) == reads + 3  # CuPy's current stream, read per call
+

@@ -85,6 +85,7 @@ class EwOp:
     # and the reference take that type's name as the keyword `storage`
     storage: bool = False
     indexed: bool = False  # the last input is the index base; the body gets the position there
+    kept_types: tuple[tuple[int, str], ...] = ()  # (input, the scalar type it must have)
 
     def promoted(self, inputs: Sequence[str], dst: str) -> str:
         """The type the inputs (and dst, unless a predicate) promote to."""
@@ -109,6 +110,10 @@ class EwOp:
         (torch's scalar_t), except for fp8, which torch has no kernels for: there the
         library's rule holds (compute in f32, round once)."""
         return dst if self.storage and dst not in FP8 else None
+
+    def kept_type(self, n: int) -> str | None:
+        """The type scalar input n must have (a generator's seed, sizes, base...), if any."""
+        return dict(self.kept_types).get(n)
 
     @property
     def public(self) -> bool:
@@ -164,12 +169,14 @@ GENERATED = ("f32", "f16", "bf16")
 
 def _generator(name: str, arity: int, body: Body, ref: Reference, *, dtypes: tuple[str, ...],
                out: str, scalars: tuple[int, ...], kept: tuple[int, ...],
-               exact: bool = True) -> EwOp:
+               exact: bool = True, floats: tuple[int, ...] = ()) -> EwOp:
     """An indexed internal row: inputs `scalars` must be scalars, those `kept` keep their
-    own type (i64 integers, an f64); so does the index base, input arity - 1."""
+    own type: i64, or f64 for those in `floats` (the bodies compute with them so); so
+    does the index base, input arity - 1, an i64."""
     base = arity - 1
+    types = tuple((n, "f64" if n in floats else "i64") for n in kept)
     return EwOp(name, arity, body, ref, dtypes, out, "internal", keep=(*kept, base),
-                scalar_only=(*scalars, base), exact=exact, indexed=True)
+                scalar_only=(*scalars, base), exact=exact, indexed=True, kept_types=types)
 
 
 _ROWS = (
@@ -246,7 +253,10 @@ _ROWS = (
     *(_predicate(name) for name in ("isnan", "isinf", "isfinite")),
     # internal helpers of the operator library
     EwOp("add_alpha", 3, b.add_alpha, r.add_alpha, FI, "same", "internal"),
-    EwOp("div_trunc", 2, b.div_trunc, r.div_trunc, FI, "same", "internal", exact=True),
+    EwOp("div_trunc", 2, b.div_trunc, r.div_trunc, FI, "same", "internal", exact=True,
+         storage=True),
+    EwOp("div_trunc_scalar", 2, b.div_trunc_scalar, r.div_trunc_scalar, F, "same", "internal",
+         scalar_only=(1,), exact=True),
     EwOp("floor_divide_scalar", 3, b.floor_divide_scalar, r.floor_divide_scalar, F, "same",
          "internal", scalar_only=(1, 2), exact=True, storage=True),
     EwOp("pow_scalar", 2, b.pow_scalar, r.pow_scalar, FI, "same", "internal",
@@ -264,7 +274,7 @@ _ROWS = (
     _generator("alibi_bias", 3, b.alibi, r.alibi, dtypes=GENERATED, out="same",
                scalars=(0, 1), kept=(0, 1), exact=False),
     _generator("sinusoidal_pe", 3, b.sinusoidal, r.sinusoidal, dtypes=GENERATED, out="same",
-               scalars=(0, 1), kept=(0, 1), exact=False),
+               scalars=(0, 1), kept=(0, 1), exact=False, floats=(1,)),
     # the compiler's primitives
     # tail_fill(x, value, limit, base): x where the element's position is below limit,
     # else value (indexed): a register tile's elements past a row's end, set again after

@@ -164,11 +164,21 @@ def remainder(args: list[Value], ty: Type) -> Value:
     return arith.select(fix, arith.addf(rem, b) if is_float else arith.addi(rem, b), rem)
 
 
-def div_trunc(args: list[Value], ty: Type) -> Value:
-    """Division rounded toward zero: trunc(a / b) for floats, C's a / b for integers."""
+def div_trunc(args: list[Value], ty: Type, storage: str | None = None) -> Value:
+    """Division rounded toward zero: trunc(a / b) for floats, C's a / b for integers.
+    torch divides in scalar_t (for f16 and bf16: in float, the quotient rounded back to
+    the 16-bit type) and truncates that: a quotient just under an integer that rounds
+    up to it truncates to the integer."""
     if kind(ty) == "float":
-        return emit.intrinsic("llvm.trunc", [arith.divf(*args)])
+        return emit.intrinsic("llvm.trunc", [_in_storage(arith.divf(*args), storage)])
     return arith.divsi(*args)
+
+
+def div_trunc_scalar(args: list[Value], ty: Type) -> Value:
+    """div(rounding_mode="trunc") by a number, given as its reciprocal: torch's kernel for
+    a CPU scalar divisor computes trunc(a * (1/b)) in float, with no rounding between."""
+    a, inverse = args
+    return emit.intrinsic("llvm.trunc", [arith.mulf(a, inverse)])
 
 
 def floor_divide(args: list[Value], ty: Type, storage: str | None = None) -> Value:

@@ -145,12 +145,18 @@ def remainder(a: Array, b: Array) -> Array:
         return np.asarray(np.where(fix, rem + b, rem))
 
 
-def div_trunc(a: Array, b: Array) -> Array:
+def div_trunc(a: Array, b: Array, storage: str | None = None) -> Array:
     with np.errstate(all="ignore"):
         if _is_float(a):
-            return np.asarray(np.trunc(a / b))
+            return np.asarray(np.trunc(_in_storage(a / b, storage)))
         quotient = np.abs(a) // np.abs(b)
         return np.asarray(np.where((a < 0) != (b < 0), -quotient, quotient)).astype(a.dtype)
+
+
+def div_trunc_scalar(a: Array, inverse: Array) -> Array:
+    """div(rounding_mode="trunc") by a number: trunc(a * (1/b)) (bodies.py)."""
+    with np.errstate(all="ignore"):
+        return np.asarray(np.trunc(a * inverse))
 
 
 def floor_divide(a: Array, b: Array, storage: str | None = None) -> Array:

@@ -204,7 +204,7 @@ def div(b: Builder, input: Operand, other: Operand, *,  # noqa: A002
     if rounding_mode == "floor":
         return _floor_divide(b, input, other, out, "div")
     if rounding_mode == "trunc":
-        return run(b, "div_trunc", [In(input), In(other)], out, what="div")
+        return _div_trunc(b, input, other, out)
     if rounding_mode is not None:
         raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', "
                          f"got {rounding_mode!r}")
@@ -241,6 +241,20 @@ def _f32_reciprocal(value: Any) -> float:
 
 
 plan.HELPERS.update({"_F32": _f32, "_F32_RECIPROCAL": _f32_reciprocal})
+
+
+def _div_trunc(b: Builder, input: Operand, other: Operand,  # noqa: A002
+               out: Array | None) -> str:
+    """A float array divided by a Python number is multiplied by its reciprocal in
+    float32 and truncated, as torch's kernel for a CPU scalar divisor does."""
+    if isinstance(other, Scalar) and isinstance(input, Array):
+        result = float_dtype(input) or result_type("div", [In(input), In(other)], "div")
+        if DTYPES[result].is_float:
+            inverse = Scalar("inverse", _f32_reciprocal(other.value), "f32",
+                             promotion.SCALAR, f"_F32_RECIPROCAL({other.expr})")
+            return run(b, "div_trunc_scalar", [In(input), In(inverse, promotes=False)],
+                       out, result=result, what="div")
+    return run(b, "div_trunc", [In(input), In(other)], out, what="div")
 
 
 def _floor_divide(b: Builder, input: Operand, other: Operand,  # noqa: A002

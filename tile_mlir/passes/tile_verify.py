@@ -347,6 +347,9 @@ def _check_input(row: op_table.EwOp, n: int, operand: Operand) -> str:
                 f"{'a tile' if operand.is_memref else operand.dtype.name}")
     if operand.is_memref and n in row.scalar_only:
         return f"input {n} of '{row.name}' must be a scalar"
+    want = row.kept_type(n)
+    if want is not None and operand.dtype.name != want:
+        return f"input {n} of '{row.name}' is an {want} scalar, not {operand.dtype.name}"
     return ""
 
 
