@@ -150,13 +150,10 @@ def retry(loaded: Loaded, error: Any) -> bool:
     once more; any other error raises CudaError."""
     from tile_mlir.runtime import driver
 
-    error = driver.result(error)
-    if getattr(error, "name", "") in ("CUDA_ERROR_INVALID_CONTEXT",
-                                      "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-                                      "CUDA_ERROR_INVALID_HANDLE"):
+    if driver.context_lost(error):
         driver.context(loaded.device)
         return True
-    driver.check(f"cuLaunchKernel ({loaded.name})", (error,))
+    driver.check(f"cuLaunchKernel ({loaded.name})", (driver.result(error),))
     return False
 
 

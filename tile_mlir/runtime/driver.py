@@ -66,6 +66,17 @@ def result(code: Any) -> Any:
     return enum(code) if type(code) is int and enum is not None else code
 
 
+CONTEXT_ERRORS = ("CUDA_ERROR_INVALID_CONTEXT", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+                  "CUDA_ERROR_INVALID_HANDLE")
+
+
+def context_lost(code: Any) -> bool:
+    """Whether a launch failed for want of the device's context on this thread (launchers
+    do not set it: a thread's first launch, or one after another library switched the
+    thread's context); then `context(device)` and one more try."""
+    return getattr(result(code), "name", "") in CONTEXT_ERRORS
+
+
 def _describe(code: Any) -> tuple[str, str]:
     drv = cuda()
     err, name = drv.cuGetErrorName(code)

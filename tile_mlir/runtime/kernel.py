@@ -36,10 +36,6 @@ __all__ = ["ArgumentError", "DeviceBuffer", "Kernel", "LoadedModule"]
 
 Dims = tuple[int, int, int, int, int, int]  # grid x, y, z, block x, y, z
 
-_CONTEXT_ERRORS = ("CUDA_ERROR_INVALID_CONTEXT", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-                   "CUDA_ERROR_INVALID_HANDLE")
-
-
 @dataclass
 class _Plan:
     """Everything about a launch that depends only on the argument types."""
@@ -147,11 +143,10 @@ class Kernel:
         """The fast path does not set our context: a thread's first launch, or one after
         another library switched the thread's context, fails with CUDA_ERROR_INVALID_CONTEXT
         (or _HANDLE). Then set it and `launch` once more; raise any other error."""
-        err = driver.result(err)
-        if getattr(err, "name", "") in _CONTEXT_ERRORS:
+        if driver.context_lost(err):
             driver.context(self.device)
-            err = driver.result(launch())
-        check("cuLaunchKernel", err)
+            err = launch()
+        check("cuLaunchKernel", driver.result(err))
 
     def _call_slow(self, plan: _Plan, args: tuple[Any, ...], dims: Dims, stream: Any) -> None:
         """Launch dims given per call, or NumPy arguments: check all, copy host arrays in,
@@ -213,14 +208,11 @@ def _fast_launcher(kernel: Kernel, plan: _Plan, types: tuple[type, ...]) -> Any:
     if native_type is not None:
         values = ", ".join(f"B{i}(a{i})" for i in range(n))
         launch = f"NATIVE(handle, gx, gy, gz{', ' if n else ''}{values})"
-        lines += [f"    err = {launch}", "    if err:",
-                  f"        RETRY(err, lambda: {launch})"]
     else:
         lines += [f"    S{i}.value = B{i}(a{i})" for i in range(n)]
         launch = "LAUNCH(F, gx, gy, gz, BX, BY, BZ, 0, handle, ADDRESS, 0)[0]"
-        lines += [f"    err = {launch}", "    if err:",
-                  f"        RETRY(err, lambda: {launch})"]
-    lines.append("    return True")
+    lines += [f"    err = {launch}", "    if err:", f"        RETRY(err, lambda: {launch})",
+              "    return True"]
     namespace: dict[str, Any] = {
         "get_ident": threading.get_ident, "OWNER": plan.owner, "STREAM": plan.stream,
         "HANDLE": arrays.stream_handle, "LAUNCH": plan.launch, "F": kernel.function,
