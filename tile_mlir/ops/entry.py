@@ -192,12 +192,10 @@ def _slots(name: str) -> list[str]:
     return [f"_k_{name}{i}" for i in range(SLOTS)]
 
 
-def _fill(name: str, first: str, second: str = "None", indent: str = "        ") -> list[str]:
-    """An array parameter's key entries when it is not a tensor: two, then Nones."""
+def _fill(name: str, first: str) -> list[str]:
+    """An array parameter's key entries when it is None or a number: one, then Nones."""
     k = _slots(name)
-    rest = " = ".join(k[2:])
-    return [f"{indent}{k[0]} = {first}", f"{indent}{k[1]} = {second}",
-            f"{indent}{rest} = None"]
+    return [f"        {k[0]} = {first}", f"        {' = '.join(k[1:])} = None"]
 
 
 def _number_part(spec: Spec, name: str) -> str:
@@ -211,18 +209,23 @@ def _generic(name: str, value: str, call: str, pointer: str) -> list[str]:
             f"        {pointer} = _g[1]"]
 
 
+def _tensor_entries(value: str, pointer: str) -> list[str]:
+    """A torch tensor's key entries: what a plan depends on (the misalignment under
+    KERNEL_ARG_ALIGN, not the pointer: that is read per call). keyof's are the same."""
+    return [f"{value}.dtype", f"{value}.shape", f"{value}.stride()",
+            f"{pointer} & {_ALIGN_MASK}", f"{value}.device"]
+
+
 def _array_key(value: str, pointer: str) -> str:
-    """A torch tensor's key part as one tuple (out=(a, b)'s items): what a plan depends on
-    (the misalignment under KERNEL_ARG_ALIGN, not the pointer: that is read per call)."""
-    return (f"({value}.dtype, {value}.shape, {value}.stride(), {pointer} & {_ALIGN_MASK}, "
-            f"{value}.device)")
+    """A torch tensor's key entries as one tuple (out=(a, b)'s items)."""
+    return f"({', '.join(_tensor_entries(value, pointer))})"
 
 
 def _tensor_lines(name: str) -> list[str]:
-    k = _slots(name)
-    return [f"        _p_{name} = {name}.data_ptr()", f"        {k[0]} = {name}.dtype",
-            f"        {k[1]} = {name}.shape", f"        {k[2]} = {name}.stride()",
-            f"        {k[3]} = _p_{name} & {_ALIGN_MASK}", f"        {k[4]} = {name}.device"]
+    return [f"        _p_{name} = {name}.data_ptr()",
+            *(f"        {k} = {e}" for k, e in zip(_slots(name),
+                                                   _tensor_entries(name, f"_p_{name}"),
+                                                   strict=True))]
 
 
 def _param_lines(spec: Spec, param: inspect.Parameter, slow: str) -> list[str]:
@@ -253,7 +256,8 @@ def _param_lines(spec: Spec, param: inspect.Parameter, slow: str) -> list[str]:
 
 def key_entries(spec: Spec) -> list[str]:
     """The names and expressions of the key after the op's id, in order: each
-    parameter's entries, then for out= whether its pointer is each earlier array's."""
+    parameter's entries, then for out= (and each item of out=(a, b)) whether its pointer
+    is each earlier array's."""
     entries: list[str] = []
     earlier: list[str] = []
     for p in spec.params:
@@ -266,6 +270,8 @@ def key_entries(spec: Spec) -> list[str]:
                 earlier.append(f"_p_{p.name}")
         else:
             entries.append(f"_k_{p.name}")
+            if role == "outs":
+                entries += [f"_p_{p.name}_{i} == {e}" for i in (0, 1) for e in earlier]
     return entries
 
 
@@ -288,20 +294,6 @@ def _outs_lines(name: str, slow: str) -> list[str]:
     return lines
 
 
-def _outs_aliasing(spec: Spec) -> list[str]:
-    """out=(a, b): whether each item's pointer is an earlier array's, in its key part."""
-    lines: list[str] = []
-    earlier: list[str] = []
-    for p in spec.params:
-        role = spec.role(p.name)
-        if role in ("operand", "array", "optional"):
-            earlier.append(f"_p_{p.name}")
-        elif role == "outs" and earlier:
-            same = [f"_p_{p.name}_{i} == {e}" for i in (0, 1) for e in earlier]
-            lines.append(f"    _k_{p.name} = (_k_{p.name}, {', '.join(same)})")
-    return lines
-
-
 def _signature_text(spec: Spec) -> str:
     parts, star = [], False
     for p in spec.params:
@@ -320,7 +312,6 @@ def _generate(spec: Spec) -> Callable[..., Any]:
     lines = [f"def {spec.name}({_signature_text(spec)}):"]
     for param in spec.params:
         lines += _param_lines(spec, param, slow)
-    lines += _outs_aliasing(spec)
     key = ", ".join([f"_ID_{spec.name}", *key_entries(spec)])
     lines += [f"    _key = ({key},)", "    try:", "        _plan = _PLANS[_key]",
               "    except KeyError:", f"        return _SLOW_{spec.name}(_key, {values})",
