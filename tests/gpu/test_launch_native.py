@@ -63,6 +63,15 @@ def _launch_kinds() -> set[str]:
             for plan in entry.PLANS.values()}
 
 
+def _in_threads(work: Callable[[int], None], count: int) -> None:
+    """work(0), ..., work(count - 1), each in a thread of its own, all at once."""
+    workers = [threading.Thread(target=work, args=(seed,)) for seed in range(count)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
 def test_compiled_launcher_is_used_and_matches_the_fallback(
         fresh: None, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _calls()
@@ -105,11 +114,7 @@ def test_one_plan_from_many_threads(fresh: None) -> None:
         if not all(torch.allclose(r.double(), want_rows, rtol=1e-5, atol=1e-4) for r in rows):
             errors.append(f"thread {seed}: sum")
 
-    workers = [threading.Thread(target=work, args=(seed,)) for seed in range(8)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    _in_threads(work, 8)
     assert not errors, errors
 
 
@@ -137,11 +142,7 @@ def test_a_compiled_kernel_launches_natively_from_threads() -> None:
         if not all(torch.equal(o, a + b) for o in outs):
             errors.append(seed)
 
-    workers = [threading.Thread(target=work, args=(seed,)) for seed in range(6)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    _in_threads(work, 6)
     assert not errors, errors
     rows = tile_mlir.compile(Case("add", (4, 1024), form="rows", split=4).mlir()
                              ).kernel("kernel")  # 4 CTAs of 4 rows each
