@@ -42,7 +42,7 @@ class Loaded:
     device: int
     name: str
     native: type | None = None  # the compiled launcher type (driver.native_launcher)
-    letters: str = ""  # its packing letter per argument (arrays.PARAM_LETTERS)
+    letters: str = ""  # its packing letter per argument (the runtime Kernel's letters)
 
 
 _LOADED: dict[tuple[str, int], Loaded] = {}
@@ -107,12 +107,9 @@ def load(program: KernelProgram, device: int) -> Loaded:
     if len(types) != len(kernel.spec.params):
         raise RuntimeError(f"{program.name}: the program says {len(types)} arguments, the "
                            f"compiled kernel has {len(kernel.spec.params)}")
-    from tile_mlir.runtime.arrays import PARAM_LETTERS
-
-    letters = "".join(PARAM_LETTERS[kind] for kind in program.params())
     return Loaded(kernel.function, types, driver.cuda().cuLaunchKernel,
                   (program.threads, 1, 1), device, program.name,
-                  driver.native_launcher(kernel.function), letters)
+                  driver.native_launcher(kernel.function), kernel.letters)
 
 
 def compiled(program: KernelProgram, chip: str | None = None) -> Any:

@@ -19,6 +19,7 @@ argument tuple.
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -83,6 +84,12 @@ class Kernel:
         params = ", ".join(f"{p.name}: {p.dtype}{list(p.shape) if p.is_memref else ''}"
                            for p in self.spec.params)
         return f"<Kernel {self.spec.name}({params}) on cuda:{self.device} from {self.binary}>"
+
+    @functools.cached_property
+    def letters(self) -> str:
+        """The compiled launcher's packing letter per parameter (arrays.PARAM_LETTERS)."""
+        return "".join(PARAM_LETTERS["ptr" if p.is_memref else p.dtype]
+                       for p in self.spec.params)
 
     def _launch_dims(self, grid: Sequence[int] | None, block: Sequence[int] | None) -> Dims:
         g = tuple(grid) if grid is not None else self.spec.grid
@@ -223,9 +230,8 @@ def _fast_launcher(kernel: Kernel, plan: _Plan, types: tuple[type, ...]) -> Any:
         **{f"S{i}": s for i, s in enumerate(plan.slots)},
     }
     if native_type is not None:
-        letters = "".join(PARAM_LETTERS["ptr" if p.is_memref else p.dtype]
-                          for p in kernel.spec.params)
-        namespace["NATIVE"] = native_type(int(kernel.function), (1, 1, 1), block, letters,
+        namespace["NATIVE"] = native_type(int(kernel.function), (1, 1, 1), block,
+                                          kernel.letters,
                                           (None,) * n).launch_grid
     exec(compile("\n".join(lines) + "\n", f"<launcher of {kernel.spec.name}>", "exec"),
          namespace)
