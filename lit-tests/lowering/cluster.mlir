@@ -197,8 +197,8 @@ gpu.module @m {
 // -----
 
 gpu.module @m {
-  gpu.func @too_many(%a: memref<256xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.cluster_dim = array<i32: 16, 1, 1>} {
-    // expected-error@+1 {{runs in clusters of 16 CTAs (nvvm.cluster_dim); at most 8 are portable}}
+  gpu.func @too_many(%a: memref<256xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.cluster_dim = array<i32: 32, 1, 1>} {
+    // expected-error@+1 {{runs in clusters of 32 CTAs (nvvm.cluster_dim); at most 16 (sm_90's largest cluster)}}
     "tile.elementwise"(%a, %a) {op = "exp", scope = "cluster"} : (memref<256xf32>, memref<256xf32>) -> ()
     gpu.return
   }

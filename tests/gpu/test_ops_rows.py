@@ -125,11 +125,26 @@ def test_every_op_dtype_and_length(op: str, dtype: str, n: int) -> None:
     print(run_op(op, dtype, (m, n)), f"[{plan.geometry.strategy}]")
 
 
+def test_long_rows_take_clusters_of_16_on_a_whole_hopper() -> None:
+    """On an H100 or H200 (sm_90, 132 SMs or more) the planner's 2^18-element rows run in
+    clusters of 16 CTAs (not portable: the runtime allows them as it loads the kernel)."""
+    torch = _torch()
+    props = torch.cuda.get_device_properties(0)
+    whole = props.major >= 9 and props.multi_processor_count >= rows.SMS
+    assert rows.largest_cluster(0) == (16 if whole else 8 if props.major >= 9 else 0)
+    plan = rows.plan_for(4, 262144, 8, 0)
+    assert plan.geometry.ctas == (16 if whole else 8 if props.major >= 9 else 1), plan.reason
+    for op in OPS:
+        print(run_op(op, "bf16", (4, 262144)), plan.reason)
+
+
 FORCED = [
     ("cluster", {"ctas": 2, "lanes": 128}, 1000),  # two warps a CTA, a partial last part
     ("cluster", {"ctas": 2}, 1000),  # a warp a CTA
     ("cluster", {"ctas": 4}, 4097),  # scalar accesses
     ("cluster", {"ctas": 8}, 65536),
+    ("cluster", {"ctas": 16}, 4097),  # 16 CTAs (not portable), scalar accesses
+    ("cluster", {"ctas": 16, "lanes": 1024}, 1000),  # most CTAs past the row's end
     ("cta", {}, 1000),
     ("cta", {"lanes": 1024}, 4096),
     ("warp", {"lanes": 4}, 7),

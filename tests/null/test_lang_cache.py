@@ -41,7 +41,13 @@ NO_MLIR = textwrap.dedent("""
 
     class Driver:
         CUresult = types.SimpleNamespace(CUDA_SUCCESS=0)
+        CUfunction_attribute = types.SimpleNamespace(
+            CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH=11,
+            CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT=12,
+            CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH=13)
         launches = []
+        def cuFuncGetAttribute(self, attribute, function):
+            return 0, 0  # no cluster required
         def cuModuleLoadData(self, image):
             return 0, "module"
         def cuModuleGetFunction(self, handle, name):

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -285,3 +286,37 @@ def test_runtime_runs_without_mlir(tmp_path: Path) -> None:
     assert "compile: compiling needs the MLIR bindings" in out
     assert "pip install xtc-mlir-python-bindings==22.1.8.4" in out
     assert "Program.save(path)" in out and out.endswith("ok\n")
+
+
+class _ClusterDriver:
+    """cuFuncGetAttribute / cuFuncSetAttribute of functions compiled for clusters."""
+
+    CUresult = types.SimpleNamespace(CUDA_SUCCESS=0)
+    CUfunction_attribute = types.SimpleNamespace(
+        CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH="width",
+        CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT="height",
+        CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH="depth",
+        CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED="non-portable")
+
+    def __init__(self) -> None:
+        self.clusters = {"plain": (0, 0, 0), "eight": (8, 1, 1), "sixteen": (16, 1, 1),
+                         "four_by_four": (4, 4, 1)}
+        self.allowed: list[tuple[str, str, int]] = []
+
+    def cuFuncGetAttribute(self, attribute: str, function: str) -> tuple[int, int]:
+        axis = ("width", "height", "depth").index(attribute)
+        return 0, self.clusters[function][axis]
+
+    def cuFuncSetAttribute(self, function: str, attribute: str, value: int) -> tuple[int]:
+        self.allowed.append((function, attribute, value))
+        return (0,)
+
+
+def test_functions_for_clusters_past_the_portable_size_are_allowed_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    drv = _ClusterDriver()
+    monkeypatch.setattr(driver, "cuda", lambda: drv)
+    for function in drv.clusters:
+        driver.allow_cluster(function)
+    assert drv.allowed == [("sixteen", "non-portable", 1), ("four_by_four", "non-portable", 1)]
+

@@ -27,48 +27,72 @@ from tile_mlir.ops import rows
 # ------------------------------------------------------------------ the planner
 
 PLANS = [
-    # (M, N, dtype, clusters) -> strategy, threads per row, rows a CTA, CTAs a row
-    ((4096, 1024, "bf16", True), ("warp", 32, 8, 1)),
-    ((32768, 1024, "f32", True), ("warp", 32, 8, 1)),
-    ((131072, 256, "f32", True), ("warp", 8, 32, 1)),
-    ((8, 7, "f32", True), ("warp", 1, 64, 1)),  # an odd row: scalar accesses, a row a thread
-    ((4, 1, "bf16", True), ("warp", 1, 64, 1)),
-    ((16384, 2048, "bf16", True), ("cta", 64, 1, 1)),
-    ((32768, 4096, "bf16", True), ("cta", 128, 1, 1)),
-    ((8192, 4096, "f32", True), ("cta", 128, 1, 1)),
-    ((8192, 16384, "bf16", True), ("cta", 512, 1, 1)),
-    ((2048, 16384, "f32", True), ("cta", 512, 1, 1)),
-    ((1024, 32768, "f32", True), ("cluster", 1024, 1, 2)),
-    ((1024, 65536, "bf16", True), ("cluster", 2048, 1, 4)),
-    ((512, 65536, "f32", True), ("cluster", 2048, 1, 4)),
-    ((256, 262144, "bf16", True), ("cluster", 8192, 1, 8)),
-    ((128, 262144, "f32", True), ("cluster", 8192, 1, 8)),
-    ((32, 1 << 20, "f32", True), ("split", 256, 1, 1)),
-    ((64, 1 << 20, "bf16", True), ("split", 256, 1, 1)),
-    ((1024, 32768, "f32", False), ("cta", 1024, 1, 1)),  # no clusters (sm_80)
-    ((1024, 65536, "bf16", False), ("split", 256, 1, 1)),
-    ((3, 4097, "f32", True), ("cta", 512, 1, 1)),  # 4097: scalar accesses, 9 a thread
+    # (M, N, dtype, largest cluster) -> strategy, threads per row, rows a CTA, CTAs a row
+    ((4096, 1024, "bf16", 16), ("warp", 32, 8, 1)),
+    ((32768, 1024, "f32", 16), ("warp", 32, 8, 1)),
+    ((131072, 256, "f32", 16), ("warp", 8, 32, 1)),
+    ((8, 7, "f32", 16), ("warp", 1, 64, 1)),  # an odd row: scalar accesses, a row a thread
+    ((4, 1, "bf16", 16), ("warp", 1, 64, 1)),
+    ((16384, 2048, "bf16", 16), ("cta", 64, 1, 1)),
+    ((32768, 4096, "bf16", 16), ("cta", 128, 1, 1)),
+    ((8192, 4096, "f32", 16), ("cta", 128, 1, 1)),
+    ((8192, 16384, "bf16", 16), ("cta", 512, 1, 1)),
+    ((2048, 16384, "f32", 16), ("cta", 512, 1, 1)),
+    ((1024, 32768, "f32", 16), ("cluster", 512, 1, 4)),  # 128 threads a CTA
+    ((1024, 65536, "bf16", 16), ("cluster", 1024, 1, 8)),
+    ((512, 65536, "f32", 16), ("cluster", 1024, 1, 8)),
+    ((512, 131072, "bf16", 16), ("cluster", 2048, 1, 8)),  # 256 threads a CTA
+    ((256, 262144, "bf16", 16), ("cluster", 4096, 1, 16)),
+    ((128, 262144, "f32", 16), ("cluster", 4096, 1, 16)),
+    ((64, 524288, "f32", 16), ("cluster", 8192, 1, 16)),  # 512 threads a CTA
+    ((128, 262144, "f32", 8), ("cluster", 4096, 1, 8)),  # portable clusters only
+    ((64, 524288, "f32", 8), ("split", 256, 1, 1)),
+    ((32, 1 << 20, "f32", 16), ("split", 256, 1, 1)),
+    ((64, 1 << 20, "bf16", 16), ("split", 256, 1, 1)),
+    ((1024, 32768, "f32", 0), ("cta", 1024, 1, 1)),  # no clusters (sm_80)
+    ((1024, 65536, "bf16", 0), ("split", 256, 1, 1)),
+    ((3, 4097, "f32", 16), ("cta", 512, 1, 1)),  # 4097: scalar accesses, 9 a thread
 ]
 
 
 @pytest.mark.parametrize(("case", "want"), PLANS, ids=str)
 def test_the_planner_chooses_by_row_length_dtype_rows_and_gpu(
-        case: tuple[int, int, str, bool], want: tuple[str, int, int, int]) -> None:
+        case: tuple[int, int, str, int], want: tuple[str, int, int, int]) -> None:
     m, n, dtype, clusters = case
     vec = rows.vector_width(n, dtype, [])
     plan = rows.choose(m, n, vec, clusters)
     g = plan.geometry
     assert (g.strategy, g.lanes, g.rows, g.ctas) == want, plan.reason
     assert plan.reason
-    # registers: at most HELD f32 values of a row a thread, MAX_PARTS tiles
-    assert g.row_parts(n) * vec <= rows.HELD or g.strategy == "split"
+    # registers: at most HELD f32 values of a row a thread (CLUSTER_HELD in a cluster's
+    # CTAs of at most 512 threads), MAX_PARTS tiles
+    held = rows.CLUSTER_HELD if g.strategy == "cluster" else rows.HELD
+    assert g.row_parts(n) * vec <= held or g.strategy == "split"
     assert g.row_parts(n) <= rows.MAX_PARTS
-    assert g.threads <= rows.MAX_CTA
+    assert g.threads <= (rows.MAX_CTA // 2 if g.strategy == "cluster" else rows.MAX_CTA)
+    assert g.ctas <= max(clusters, 1)
     assert g.grid(m) * g.threads >= m  # every row has its threads
     if g.strategy == "split":
         assert g.chunks * g.parts * g.lanes * vec >= n
     else:
         assert g.row_parts(n) * g.lanes * vec >= n
+
+
+@pytest.mark.parametrize(("chip", "sms", "want"), [
+    ("sm_80", 108, 0), ("sm_90", 132, 16), ("sm_90", 114, 8), ("sm_90", 16, 8),
+    (None, 0, 0)])
+def test_the_row_planner_takes_16_ctas_clusters_on_whole_hoppers_only(
+        monkeypatch: pytest.MonkeyPatch, chip: str | None, sms: int, want: int) -> None:
+    from tile_mlir.ops import kernels
+    from tile_mlir.runtime import driver
+
+    monkeypatch.setattr(kernels, "chip", lambda device: chip)
+    monkeypatch.setattr(driver, "device_sms", lambda device: sms)
+    rows.largest_cluster.cache_clear()
+    try:
+        assert rows.largest_cluster(0) == want
+    finally:
+        rows.largest_cluster.cache_clear()
 
 
 def test_many_short_rows_fill_the_gpu_and_few_rows_get_smaller_ctas() -> None:
@@ -81,9 +105,9 @@ def test_many_short_rows_fill_the_gpu_and_few_rows_get_smaller_ctas() -> None:
 def test_explain_says_what_and_why() -> None:
     text = rows.explain("softmax", (1024, 65536), "bf16")
     assert text.startswith("softmax bf16 1024x65536: cluster:")
-    assert "cluster of 4 CTAs of 512 threads" in text
+    assert "cluster of 8 CTAs of 128 threads" in text
     assert "without thread block clusters" in rows.explain("rms_norm", (1024, 65536), "bf16",
-                                                           clusters=False)
+                                                           clusters=0)
 
 
 def test_vector_width_follows_the_row_the_strides_and_offsets() -> None:
@@ -453,7 +477,7 @@ def test_the_command_line_explains_a_shape(capsys: pytest.CaptureFixture[str]) -
     assert main(["--explain", "layer_norm:128x262144:f32"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("layer_norm f32 128x262144: cluster: ")
-    assert "a cluster of 8 CTAs of 1024 threads" in out
+    assert "a cluster of 16 CTAs of 256 threads" in out
 
 
 def test_numpy_arrays_in_and_out(device: Device, rng: np.random.Generator,

@@ -27,6 +27,7 @@ import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -56,8 +57,18 @@ MAX_PARTS = 16
 """Parts (register tiles) a row's program holds at most (narrow accesses make many): the
 straight-line code grows with them."""
 MAX_CTA = 1024
-CLUSTERS = (2, 4, 8)
-"""Cluster sizes tried, smallest first (8: the largest portable one)."""
+CLUSTER_HELD = 64
+"""f32 values of a row a thread of a cluster holds at most: a cluster's CTAs have at most
+512 threads, which leaves a thread 128 registers."""
+CLUSTERS = ((128, 2), (128, 4), (128, 8), (256, 8), (256, 16), (512, 8), (512, 16))
+"""(threads per CTA, CTAs) of the cluster shapes, in the order tried. Measured on an
+H100 (rows of 2^16 and 2^18 elements, bf16 and f32, softmax, RMSNorm and layer norm,
+bench/fused.py's sizes): 64 values a thread were as fast as 32 or up to 26% faster at
+the same cluster size; at 64 a thread, CTAs of 128 threads in clusters of up to 8 and
+of 256 threads in clusters of 16 were the fastest (16 CTAs of 64 threads 5-20% slower
+than 8 of 128, 8 of 512 up to 18% slower than 16 of 256). Clusters of 16 CTAs are
+not portable (driver.allow_cluster lets a function run them): largest_cluster says
+where the planner uses them."""
 SPLIT_THREADS = 256
 
 
@@ -76,9 +87,9 @@ def _pow2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
-def parts_limit(vec: int) -> int:
-    """Parts a thread may hold: HELD values, MAX_PARTS tiles at most."""
-    return max(1, min(MAX_PARTS, HELD // vec))
+def parts_limit(vec: int, held: int = HELD) -> int:
+    """Parts a thread may hold: `held` values, MAX_PARTS tiles at most."""
+    return max(1, min(MAX_PARTS, held // vec))
 
 
 def _warp(m: int, nv: int, vec: int) -> Plan | None:
@@ -106,23 +117,21 @@ def _cta(nv: int, vec: int, most: int) -> Plan | None:
                    "warps through shared memory (one barrier each)")
 
 
-def _cluster(nv: int, vec: int, clusters: bool) -> Plan | None:
-    """The fewest CTAs (of at most 512 threads, else 1024) that hold the row."""
-    if not clusters:
-        return None
-    for most in (MAX_CTA // 2, MAX_CTA):
-        for ctas in CLUSTERS:
-            threads = max(128, _pow2(-(-nv // (parts_limit(vec) * ctas))))
-            if threads <= most:
-                g = Geometry("cluster", vec, threads * ctas, 1, ctas)
-                return Plan(g, f"a row of {nv * vec} is too long for one CTA's registers: "
-                               f"a cluster of {ctas} CTAs of {threads} threads holds it "
-                               f"({g.row_parts(nv * vec) * vec} elements a thread); their "
-                               "partials meet in distributed shared memory")
+def _cluster(nv: int, vec: int, clusters: int) -> Plan | None:
+    """The first cluster shape of CLUSTERS (of at most `clusters` CTAs) that holds the
+    row, CLUSTER_HELD values a thread."""
+    lanes = _pow2(-(-nv // parts_limit(vec, CLUSTER_HELD)))
+    for threads, ctas in CLUSTERS:
+        if ctas <= clusters and threads * ctas >= lanes:
+            g = Geometry("cluster", vec, threads * ctas, 1, ctas)
+            return Plan(g, f"a row of {nv * vec} is too long for one CTA's registers: "
+                           f"a cluster of {ctas} CTAs of {threads} threads holds it "
+                           f"({g.row_parts(nv * vec) * vec} elements a thread); their "
+                           "partials meet in distributed shared memory")
     return None
 
 
-def _split(nv: int, vec: int, clusters: bool) -> Plan:
+def _split(nv: int, vec: int, clusters: int) -> Plan:
     parts = parts_limit(vec)
     span = SPLIT_THREADS * parts
     chunks = -(-nv // span)
@@ -134,10 +143,11 @@ def _split(nv: int, vec: int, clusters: bool) -> Plan:
                    "normalization; the row is read twice)")
 
 
-def choose(m: int, n: int, vec: int, clusters: bool) -> Plan:
+def choose(m: int, n: int, vec: int, clusters: int) -> Plan:
     """The strategy for m rows of n elements accessed `vec` at a time (see the module
-    docstring of programs/rows.py): a group of lanes, a CTA, a cluster (where the GPU
-    has them) or two passes, the first that holds the row in registers."""
+    docstring of programs/rows.py): a group of lanes, a CTA, a cluster (of at most
+    `clusters` CTAs: the GPU's largest_cluster, 0 where it has none) or two passes, the
+    first that holds the row in registers."""
     nv = n // vec
     found = _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
         _cluster(nv, vec, clusters) or _cta(nv, vec, MAX_CTA)
@@ -194,21 +204,33 @@ def forced(choice: Forced | str, **options: Any) -> Iterator[None]:
         force(None)
 
 
-def has_clusters(device: int) -> bool:
-    """Thread block clusters: compute capability 9.0 and later."""
+PORTABLE_CLUSTER = 8
+LARGEST_CLUSTER = 16
+
+
+@cache
+def largest_cluster(device: int) -> int:
+    """CTAs of the largest cluster the planner gives the device: 0 before sm_90 (no
+    thread block clusters); 16 on a whole sm_90-or-later GPU of SMS or more SMs (an H100
+    SXM, an H200: each graphics processing cluster has the 16 SMs such a cluster of CTAs
+    of 256 threads or more needs); else the portable 8 (a MIG instance, a smaller part)."""
     chip = kernels.chip(device)
     digits = "".join(c for c in chip or "" if c.isdigit())
-    return bool(digits) and int(digits) >= 90
+    if not digits or int(digits) < 90:
+        return 0
+    from tile_mlir.runtime import driver
+
+    return LARGEST_CLUSTER if driver.device_sms(device) >= SMS else PORTABLE_CLUSTER
 
 
 def plan_for(m: int, n: int, vec: int, device: int) -> Plan:
     if _forced:
         return _forced[0].plan(m, n, vec)
-    return choose(m, n, vec, has_clusters(device))
+    return choose(m, n, vec, largest_cluster(device))
 
 
 def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
-            clusters: bool = True) -> str:
+            clusters: int = LARGEST_CLUSTER) -> str:
     """Why the planner runs `op` over the last dim of a contiguous `shape` as it does."""
     if op not in NAMES or dtype not in SUPPORTED:
         raise ValueError(f"explain: {op} {dtype}: the row ops are {', '.join(NAMES)}, on "

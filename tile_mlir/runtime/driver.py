@@ -77,6 +77,26 @@ def context_lost(code: Any) -> bool:
     return getattr(result(code), "name", "") in CONTEXT_ERRORS
 
 
+PORTABLE_CLUSTER = 8
+"""CTAs a thread block cluster may have on every GPU that has clusters (sm_90 and later);
+an H100 runs clusters of up to 16 once the function allows it."""
+
+
+def allow_cluster(function: Any) -> None:
+    """Let a function compiled for clusters larger than the portable size launch them
+    (`.reqnctapercluster` of 9 to 16 CTAs: CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_
+    ALLOWED); nothing for other functions."""
+    cu = cuda()
+    attribute = cu.CUfunction_attribute
+    size = 1
+    for axis in ("WIDTH", "HEIGHT", "DEPTH"):
+        size *= max(1, int(check("cuFuncGetAttribute", cu.cuFuncGetAttribute(
+            getattr(attribute, f"CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_{axis}"), function))))
+    if size > PORTABLE_CLUSTER:
+        check("cuFuncSetAttribute", cu.cuFuncSetAttribute(
+            function, attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
+
+
 def _describe(code: Any) -> tuple[str, str]:
     drv = cuda()
     err, name = drv.cuGetErrorName(code)
@@ -152,6 +172,15 @@ def device_chip(device: int = 0) -> str:
     minor = check("cuDeviceGetAttribute", drv.cuDeviceGetAttribute(
         attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, handle))
     return f"sm_{major}{minor}"
+
+
+def device_sms(device: int = 0) -> int:
+    """The device's streaming multiprocessors (a MIG instance's own)."""
+    context(device)
+    drv = cuda()
+    handle = check("cuDeviceGet", drv.cuDeviceGet(device))
+    return int(check("cuDeviceGetAttribute", drv.cuDeviceGetAttribute(
+        drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, handle)))
 
 
 def device_name(device: int = 0) -> str:

@@ -251,6 +251,7 @@ class LoadedModule:
         for name, spec in specs.items():
             function = check("cuModuleGetFunction",
                              driver.cuda().cuModuleGetFunction(self.handle, name.encode()))
+            driver.allow_cluster(function)
             self.kernels[name] = Kernel(spec, function, device, kind)
 
     def __getitem__(self, name: str) -> Kernel:
