@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-SCRIPTS = ("elementwise", "reductions", "part2", "rope", "fusion", "fused")
+SCRIPTS = ("elementwise", "reductions", "part2", "rope", "fusion", "fused", "sizes")
 
 
 def load(name: str) -> ModuleType:
@@ -144,3 +144,13 @@ def test_launch_cost_row_with_a_failing_call() -> None:
                      (5.0, 4.0, 6.0), None, 0.0, 4, 3.5)
     assert row.cells() == ["add scalar", "2^10", "yes", "n/a: AttributeError: 'float' object",
                            "5.00 (4.00-6.00)", "n/a", "n/a", "0", "3.50 (4)"]
+
+
+def test_sizes_cases_and_traffic() -> None:
+    script = load("sizes")
+    cases = {c.name: c for c in script.plan(False)}
+    assert len(cases) == 4 * 2 * 4
+    assert cases["add f32 2^16"].traffic == 3 * 4 << 16 and cases["add f32 2^16"].outputs == "out="
+    assert cases["silu bf16 2^22"].traffic == 2 * 2 << 22
+    assert cases["sum bf16 2^20"].traffic == ((1 << 20) + (1 << 10)) * 2
+    assert cases["sum f32 2^18"].outputs == "fresh"
