@@ -12,7 +12,7 @@ from support.ops_check import Case, prepared, standard_cases
 import tile_mlir
 from tile_mlir import op_table
 
-LARGE = (256, 1 << 14)  # 2^22 elements: the default strategy stages 4 rounds
+LARGE = (1024, 1 << 14)  # 2^24 elements: the default strategy stages 4 rounds
 
 
 def _ptx(case: Case) -> str:

@@ -221,6 +221,8 @@ def test_size_classes_and_defaults() -> None:
         == ["<2^16", "2^16", "2^16", "2^24", "2^24"]
     assert strategy.default(1 << 28) == Strategy(256, 16, 4, 4)  # staged
     assert strategy.default(1 << 20) == Strategy(256, 16, 2, 2)
+    assert strategy.default((1 << 24) - 1) == Strategy(256, 16, 2, 2)  # 4 rounds: slower
+    assert strategy.default(1 << 24) == Strategy(256, 16, 4, 4)
     assert strategy.default(1 << 16) == Strategy(128, 16, 1, 1)  # 128 CTAs of f32
 
 

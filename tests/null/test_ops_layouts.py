@@ -148,7 +148,7 @@ def test_strategies(device: Device, rng: np.random.Generator, forced: Strategy,
 
 
 def test_large_staged_default(device: Device, rng: np.random.Generator) -> None:
-    """From 2^19 elements the default stages two rounds per thread (four from 2^22)."""
+    """From 2^19 elements the default stages two rounds per thread (four from 2^24)."""
     x, y = _normal(rng, ((1 << 20) + 17,)), _normal(rng, ((1 << 20) + 17,))
     _same(ops.add(device.array(x), device.array(y)), x + y)
     assert "256 threads x 2 rounds of 16 B, stage 2" in device.launches[-1]

@@ -96,9 +96,9 @@ def test_the_row_planner_takes_16_ctas_clusters_on_whole_hoppers_only(
 
 
 def test_many_short_rows_fill_the_gpu_and_few_rows_get_smaller_ctas() -> None:
-    many = rows.choose(1 << 17, 256, 4, True).geometry
+    many = rows.choose(1 << 17, 256, 4, 16).geometry
     assert many.grid(1 << 17) >= 4 * rows.SMS
-    few = rows.choose(3, 256, 4, True).geometry
+    few = rows.choose(3, 256, 4, 16).geometry
     assert few.threads <= 64 and few.grid(3) == 1
 
 
