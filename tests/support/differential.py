@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+import ml_dtypes
 import numpy as np
 
 from support import ops_check, rope_ref
@@ -1738,6 +1739,14 @@ def reduction_reference(op: str, x: np.ndarray, dim: Any, keepdim: bool
     return want, magnitude / max(count, 1) if op == "mean" else magnitude
 
 
+def _smallest(dtype: str) -> float:
+    """The smallest positive value of a float type (its smallest subnormal), 0 else."""
+    if not DTYPES[dtype].is_float:
+        return 0.0
+    info = ml_dtypes.finfo(DTYPES[dtype].np_dtype())  # type: ignore[no-untyped-call]
+    return float(info.smallest_subnormal)
+
+
 def _overflowed(want: np.ndarray, dtype: str, slack: float, got: np.ndarray) -> np.ndarray:
     """The float64 results rounded into `dtype` where that overflows (a product of a
     broadcast value, repeated thousands of times, passes f16's 65504: torch's result is
@@ -1766,7 +1775,12 @@ def _reduction_error(op: str, dtype: str, got: np.ndarray, want: np.ndarray, *,
         if op in ("amax", "amin"):
             bound = np.zeros_like(want)
         elif op == "prod":
-            bound = (tolerance + accumulate) * np.abs(want) + 2.0**-126
+            # each f32 multiplication rounds by 2^-24 of the product: n of them, which
+            # a broadcast input (one value repeated) makes add up rather than cancel;
+            # a product under the type's range rounds to 0 (or its smallest step)
+            tiny = _smallest(dtype)
+            bound = (tolerance + max(count, 1) * 2.0**-24) * np.abs(want) + \
+                max(tiny, 2.0**-149)
         else:
             bound = tolerance * np.maximum(magnitude, np.abs(want)) + accumulate * magnitude
     bad = wrong | (error > bound)
