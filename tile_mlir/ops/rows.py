@@ -40,6 +40,7 @@ from tile_mlir.ops.elementwise import In, apply
 from tile_mlir.ops.plan import Builder, Num, Value
 from tile_mlir.ops.programs import rows as programs
 from tile_mlir.ops.programs.rows import Geometry
+from tile_mlir.runtime import driver
 
 SUPPORTED = ("f32", "f16", "bf16")
 MACHINE_EPS = {"f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}
@@ -204,8 +205,8 @@ def forced(choice: Forced | str, **options: Any) -> Iterator[None]:
         force(None)
 
 
-PORTABLE_CLUSTER = 8
 LARGEST_CLUSTER = 16
+"""CTAs of sm_90's largest (not portable) thread block cluster."""
 
 
 @cache
@@ -218,9 +219,7 @@ def largest_cluster(device: int) -> int:
     digits = "".join(c for c in chip or "" if c.isdigit())
     if not digits or int(digits) < 90:
         return 0
-    from tile_mlir.runtime import driver
-
-    return LARGEST_CLUSTER if driver.device_sms(device) >= SMS else PORTABLE_CLUSTER
+    return LARGEST_CLUSTER if driver.device_sms(device) >= SMS else driver.PORTABLE_CLUSTER
 
 
 def plan_for(m: int, n: int, vec: int, device: int) -> Plan:
