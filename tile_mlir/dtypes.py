@@ -107,6 +107,14 @@ def lowest(name: str) -> float | int:
     return limits(name)[0]
 
 
+def smallest(name: str) -> float:
+    """The smallest positive value of a float dtype (its smallest subnormal); 0 for an
+    integer or bool dtype."""
+    if not DTYPES[name].is_float:
+        return 0.0
+    return float(_finfo(DTYPES[name].np_dtype()).smallest_subnormal)
+
+
 def _finfo(np_type: np.dtype) -> Any:
     if np_type.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         import ml_dtypes

@@ -162,3 +162,19 @@ def test_replay_names_the_seed_and_case() -> None:
     case = draw(NULL, 1234, 17)
     assert "TILE_MLIR_DIFF_SEED=1234 TILE_MLIR_DIFF_ONLY=17" in case.replay()
     assert case.describe().startswith("case 17: ")
+
+
+def test_a_product_past_its_types_range_is_its_infinity_or_zero() -> None:
+    """A broadcast input (one value repeated thousands of times) takes a product past the
+    result type's range: f16's infinity above 65504, 0 below its smallest step (torch's
+    answers too); a long f32 product may be off by one rounding per factor, no more."""
+    def error(dtype: str, got: float, want: float, count: int) -> str:
+        return differential._reduction_error(
+            "prod", dtype, np.array([got], np.float64).astype(np.float32), np.array([want]),
+            magnitude=np.array([abs(want)]), count=count)
+
+    assert error("f16", np.inf, 1.34e12, 4099) == ""
+    assert error("f16", 0.0, 9.6e-15, 45056) == ""
+    assert error("f16", 65504.0, 1.34e12, 4099) != ""  # a finite answer is wrong
+    assert error("f32", 8.766714960974752e23, 8.76698360845796e23, 4576) == ""
+    assert error("f32", 8.7e23, 8.76698360845796e23, 4576) != ""

@@ -40,12 +40,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-import ml_dtypes
 import numpy as np
 
 from support import ops_check, rope_ref
 from tile_mlir import op_table, ops
-from tile_mlir.dtypes import DTYPES, FP8, lowest, max_value
+from tile_mlir.dtypes import DTYPES, FP8, lowest, max_value, smallest
 from tile_mlir.op_table import refs
 
 # ---------------------------------------------------------------- families
@@ -1739,14 +1738,6 @@ def reduction_reference(op: str, x: np.ndarray, dim: Any, keepdim: bool
     return want, magnitude / max(count, 1) if op == "mean" else magnitude
 
 
-def _smallest(dtype: str) -> float:
-    """The smallest positive value of a float type (its smallest subnormal), 0 else."""
-    if not DTYPES[dtype].is_float:
-        return 0.0
-    info = ml_dtypes.finfo(DTYPES[dtype].np_dtype())  # type: ignore[no-untyped-call]
-    return float(info.smallest_subnormal)
-
-
 def _overflowed(want: np.ndarray, dtype: str, slack: float, got: np.ndarray) -> np.ndarray:
     """The float64 results rounded into `dtype` where that overflows (a product of a
     broadcast value, repeated thousands of times, passes f16's 65504: torch's result is
@@ -1778,7 +1769,7 @@ def _reduction_error(op: str, dtype: str, got: np.ndarray, want: np.ndarray, *,
             # each f32 multiplication rounds by 2^-24 of the product: n of them, which
             # a broadcast input (one value repeated) makes add up rather than cancel;
             # a product under the type's range rounds to 0 (or its smallest step)
-            tiny = _smallest(dtype)
+            tiny = smallest(dtype)
             bound = (tolerance + max(count, 1) * 2.0**-24) * np.abs(want) + \
                 max(tiny, 2.0**-149)
         else:
