@@ -126,3 +126,50 @@ def test_sinusoidal_against_torch() -> None:
     error = (got.double() - want).abs().max().item()
     print(f"sinusoidal ({positions}, {dim}): max abs error {error:.3g} against float64")
     assert error <= 1e-6
+
+
+SINUSOIDAL_BOUNDS = {"f32": 2.5e-7, "f16": 2.0**-11 + 2.5e-7, "bf16": 2.0**-8 + 2.5e-7}
+"""Half an ulp of 1 in the dtype plus the f32 result's error (two f32 ulps of values
+near 1: the quadrant polynomials' and x's rounding)."""
+
+
+def _sinusoidal64(positions: int, dim: int, base: float) -> np.ndarray:
+    p = np.arange(positions, dtype=np.float64)[:, None]
+    angle = p / np.power(base, (np.arange(dim) // 2 * 2) / dim)[None]
+    return np.where(np.arange(dim) % 2 == 1, np.cos(angle), np.sin(angle))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize(("positions", "dim", "base"),
+                         [(20000, 64, 10000.0), (333, 4096, 10000.0), (4097, 130, 500000.0),
+                          (1000, 10, 10000.0), (77, 6, 10.0), (517, 63, 10000.0),
+                          (9, 1, 10000.0), (3, 2, 10000.0), (131072, 34, 10000.0)])
+def test_sinusoidal_every_dim(dtype: str, positions: int, dim: int, base: float) -> None:
+    """Both ways of the kernel (column pairs for an even dim of at least the lanes + 2,
+    the f64 formula per lane otherwise) at every launch strategy, into a fresh tensor
+    and into a poisoned out= one element past a 16-byte boundary (accesses whose first
+    lane is a cosine column), against float64: every element within the bound."""
+    torch = _torch()
+    torch_dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    want = _sinusoidal64(positions, dim, base)
+    bound = SINUSOIDAL_BOUNDS[dtype]
+    worst = 0.0
+    try:
+        for choice in [None, *STRATEGIES]:
+            strategy.force(choice)
+            fresh = ops.sinusoidal(positions, dim, base=base, dtype=torch_dtype)
+            store = torch.full((positions * dim + 1,), float("nan"), dtype=torch_dtype,
+                               device="cuda")
+            view = store[1:].view(positions, dim)
+            assert ops.sinusoidal(positions, dim, base=base, out=view) is view
+            assert torch.isnan(store[:1]).all()
+            for got in (fresh, view):
+                error = np.abs(got.double().cpu().numpy() - want)
+                assert not np.isnan(error).any(), choice  # every element written
+                worst = max(worst, float(error.max()))
+                assert error.max() <= bound, (choice, np.unravel_index(error.argmax(),
+                                                                       error.shape))
+    finally:
+        strategy.force(None)
+    print(f"sinusoidal {dtype} ({positions}, {dim}) base {base}: max abs error {worst:.3g} "
+          f"(bound {bound:.3g})")

@@ -273,8 +273,8 @@ _ROWS = (
                out="bool", scalars=(0, 1, 2), kept=(0, 1, 2)),
     _generator("alibi_bias", 3, b.alibi, r.alibi, dtypes=GENERATED, out="same",
                scalars=(0, 1), kept=(0, 1), exact=False),
-    _generator("sinusoidal_pe", 3, b.sinusoidal, r.sinusoidal, dtypes=GENERATED, out="same",
-               scalars=(0, 1), kept=(0, 1), exact=False, floats=(1,)),
+    _generator("sinusoidal_pe", 4, b.sinusoidal, r.sinusoidal, dtypes=GENERATED, out="same",
+               scalars=(0, 1, 2), kept=(0, 1, 2), exact=False, floats=(0, 1)),
     # the compiler's primitives
     # tail_fill(x, value, limit, base): x where the element's position is below limit,
     # else value (indexed): a register tile's elements past a row's end, set again after

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable
 
 from mlir import ir
-from mlir.dialects import arith, llvm, vector
+from mlir.dialects import arith, llvm, scf, vector
 from mlir.dialects import math as mlir_math
 
 from tile_mlir.lowering.support import emit
@@ -550,8 +550,8 @@ def gated(activation: Body) -> Body:
 
 # --------------------------------------------------------------- generators
 # Indexed rows (op_table): the last argument is each element's position (i64, base + its
-# index in dst's row-major order); the integer scalars are i64 and sinusoidal's log2(base)
-# an f64, broadcast to the access's vector width like every scalar.
+# index in dst's row-major order); the integer scalars are i64 and sinusoidal's step and
+# ratio f64, broadcast to the access's vector width like every scalar.
 
 PHILOX_M = (0xD2511F53, 0xCD9E8D57)
 """Philox 4x32's multipliers (Salmon et al., SC'11; Random123's PHILOX_M4x32_0/1)."""
@@ -684,19 +684,123 @@ def alibi(args: list[Value], ty: Type) -> Value:
 
 def sinusoidal(args: list[Value], ty: Type) -> Value:
     """PE[p, 2i] = sin(p * base^(-2i/dim)), PE[p, 2i+1] = cos(the same) over (positions,
-    dim), position = p * dim + c: the angle p * exp2(-(2i/dim) * log2(base)) in f64, the
-    cosine as sin(angle + pi/2) (f64's rounding of the sum is far below f32's ulp), the
-    result rounded once to f32."""
-    dim, log2_base, position = args
+    dim), position = p * dim + c; the scalars: the exponent step 2 log2(base) / dim of one
+    column pair and its ratio 2^-step (f64), dim (i64).
+
+    An access whose lanes see at most one row change (dim even and at least its lane
+    count + 2, a uniform branch) takes `_sinusoidal_pairs`; any other (an odd or narrow
+    dim) `_sinusoidal_lanes`, the formula per lane in f64."""
+    step, ratio, dim, position = args
+    lanes = ir.VectorType(ty).shape[0] if isinstance(ty, ir.VectorType) else 1
+    width = _lane0(dim)
+    even = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(width, const(width.type, 1)),
+                      const(width.type, 0))
+    wide = arith.cmpi(arith.CmpIPredicate.uge, width, const(width.type, lanes + 2))
+    branch = scf.IfOp(arith.andi(even, wide), [ty], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([_sinusoidal_pairs(width, _lane0(step), _lane0(ratio), position, ty)])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([_sinusoidal_lanes(dim, step, position, ty)])
+    result: Value = branch.results[0]
+    return result
+
+
+def _sinusoidal_lanes(dim: Value, step: Value, position: Value, ty: Type) -> Value:
+    """The formula per lane: the angle p * exp2(-i * step) of column 2i or 2i + 1 in f64,
+    the cosine as sin(angle + pi/2) (f64's rounding of the sum is far below f32's ulp),
+    the result rounded once to f32."""
     it, f64 = position.type, _f64(ty)
     row, column = arith.divui(position, dim), arith.remui(position, dim)
-    pair = arith.andi(column, const(it, -2))
+    pair = arith.shrui(column, const(it, 1))
     odd = arith.andi(column, const(it, 1))
-    exponent = arith.mulf(arith.negf(arith.divf(arith.uitofp(f64, pair), arith.uitofp(f64, dim))),
-                          log2_base)
-    angle = arith.mulf(arith.uitofp(f64, row), mlir_math.exp2(exponent))
+    angle = arith.mulf(arith.uitofp(f64, row),
+                       mlir_math.exp2(arith.negf(arith.mulf(arith.uitofp(f64, pair), step))))
     phase = arith.addf(angle, arith.mulf(arith.uitofp(f64, odd), const(f64, math.pi / 2)))
     return arith.truncf(ty, mlir_math.sin(phase))
+
+
+SIN_POLY = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
+"""sin x = x + x^3 (c3 + x^2 (c5 + x^2 c7)) on [-pi/4, pi/4], within an f32 ulp
+(Cephes' sinf coefficients, highest degree first)."""
+COS_POLY = (2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2)
+"""cos x = 1 - x^2 / 2 + x^4 (c4 + x^2 (c6 + x^2 c8)) on [-pi/4, pi/4] (Cephes' cosf)."""
+
+
+def _horner(x2: Value, coefficients: tuple[float, ...]) -> Value:
+    acc = const(x2.type, coefficients[0])
+    for c in coefficients[1:]:
+        acc = mlir_math.fma(acc, x2, const(x2.type, c))
+    return acc
+
+
+def _sin_cos_quarter(x: Value) -> tuple[Value, Value]:
+    """(sin x, cos x) of an f32 |x| <= pi/4."""
+    x2 = arith.mulf(x, x)
+    sin = mlir_math.fma(arith.mulf(x, x2), _horner(x2, SIN_POLY), x)
+    cos = mlir_math.fma(arith.mulf(x2, x2), _horner(x2, COS_POLY),
+                        mlir_math.fma(x2, const(x.type, -0.5), const(x.type, 1.0)))
+    return sin, cos
+
+
+def _sinusoidal_pairs(dim: Value, step: Value, ratio: Value, position: Value, ty: Type
+                      ) -> Value:
+    """The lanes' column pairs computed once each (sin and cos share the angle), one
+    exp2 per access: the pairs P0, P0 + 1, .. of its first lane's column have the
+    frequencies w(P0) * ratio^j, a pair past the row's end (the next row, pair j - the
+    pairs left) ratio^m. Each angle p * w / (pi/2) in quarter turns (f64: exact to
+    2^-40 of a turn for any p below 2^12 * 2^20), its nearest integer k the quadrant and
+    the rest s, |s| <= 1/2, as x = s * pi/2 in f32; the result is sin x, cos x, -sin x or
+    -cos x by k (and +1 for a cosine column): within two f32 ulps of the f64 formula
+    where the plain f32 formula loses p * 2^-24 to its angle."""
+    lanes = ir.VectorType(ty).shape[0] if isinstance(ty, ir.VectorType) else 1
+    scalar = emit.element_type(ty)
+    i64, i32, f64 = dim.type, _int(32), ir.F64Type.get()
+    first = _lane0(position)
+    row, column = arith.divui(first, dim), arith.remui(first, dim)
+    shift = arith.andi(column, const(i64, 1))  # the first lane's column is a cosine's
+    pair, half = arith.shrui(column, const(i64, 1)), arith.shrui(dim, const(i64, 1))
+    slots = lanes // 2 + 1
+    powers = [const(f64, 1.0)]
+    for _ in range(1, slots):
+        powers.append(arith.mulf(powers[-1], ratio))
+    quarter = const(f64, 2.0 / math.pi)
+    start = arith.mulf(mlir_math.exp2(arith.negf(arith.mulf(arith.uitofp(f64, pair), step))),
+                       quarter)
+    rows = [arith.uitofp(f64, row), arith.uitofp(f64, arith.addi(row, const(i64, 1)))]
+    angles = []
+    for j in range(slots):
+        index = arith.addi(pair, const(i64, j)) if j else pair
+        wrapped = arith.cmpi(arith.CmpIPredicate.uge, index, half)
+        past = arith.subi(index, half)  # in [0, j] when wrapped
+        restart = powers[0]
+        for m in range(1, j + 1):
+            restart = arith.select(arith.cmpi(arith.CmpIPredicate.eq, past, const(i64, m)),
+                                   powers[m], restart)
+        frequency = arith.select(wrapped, arith.mulf(restart, quarter),
+                                 arith.mulf(start, powers[j]) if j else start)
+        turns = arith.mulf(arith.select(wrapped, rows[1], rows[0]), frequency)
+        nearest = mlir_math.roundeven(turns)
+        x = arith.truncf(scalar, arith.mulf(arith.subf(turns, nearest),
+                                            const(f64, math.pi / 2)))
+        quadrant = arith.trunci(i32, arith.fptosi(i64, nearest))
+        angles.append((quadrant, *_sin_cos_quarter(x)))
+    odd_start = arith.cmpi(arith.CmpIPredicate.ne, shift, const(i64, 0))
+    values = []
+    for lane in range(lanes):
+        picked = []
+        for s in (0, 1):  # the first lane's column even, odd
+            quadrant, sin, cos = angles[(s + lane) >> 1]
+            picked.append((arith.addi(quadrant, _i32((s + lane) & 1)), sin, cos))
+        quadrant = arith.select(odd_start, picked[1][0], picked[0][0])
+        sin = arith.select(odd_start, picked[1][1], picked[0][1])
+        cos = arith.select(odd_start, picked[1][2], picked[0][2])
+        bit = arith.andi(quadrant, _i32(1))
+        value = arith.select(arith.cmpi(arith.CmpIPredicate.ne, bit, _i32(0)), cos, sin)
+        negative = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(quadrant, _i32(2)), _i32(0))
+        values.append(arith.select(negative, arith.negf(value), value))
+    if lanes == 1 and not isinstance(ty, ir.VectorType):
+        return values[0]
+    return vector.from_elements(ty, values)
 
 
 # ------------------------------------------------------------------ rope

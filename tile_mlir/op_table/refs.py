@@ -430,11 +430,14 @@ def alibi(length: Array, pow2: Array, position: Array) -> Array:
     return np.exp2(-exponent / n) * column
 
 
-def sinusoidal(dim: Array, log2_base: Array, position: Array) -> Array:
-    """sin / cos of p * base^(-2i/dim) in float64 for position p * dim + c, c = 2i or 2i+1."""
+def sinusoidal(step: Array, ratio: Array, dim: Array,
+               position: Array) -> Array:
+    """sin / cos of p * 2^(-i * step) = p * base^(-2i/dim) in float64 for position
+    p * dim + c, c = 2i or 2i+1, step = 2 log2(base) / dim (ratio = 2^-step is the
+    kernel's)."""
     index = np.asarray(position).astype(np.int64)
     row, column = np.divmod(index, int(np.asarray(dim)))
-    angle = row * np.exp2(-(column - column % 2) / int(np.asarray(dim)) * float(log2_base))
+    angle = row * np.exp2(-(column // 2) * float(step))
     return np.where(column % 2 == 1, np.cos(angle), np.sin(angle))
 
 

@@ -347,8 +347,15 @@ def sinusoidal(b: Builder, positions: int, dim: int, *, base: Any = 10000.0, dty
         _base_error(base.value)
     b.check(f"not 0.0 < {base.expr} < _INF", f"_BASE_ERROR({base.expr})")
     _place(b, device, like, out, "sinusoidal")
-    log2 = In(Scalar("base", math.log2(float(base.value)), "f64", promotion.SCALAR,
-                     b.derive(f"_LOG2({base.expr})")), promotes=False)
-    return _generated(b, "sinusoidal_pe", (count, width),
-                      [_constant("dim", width, "i64"), log2], dtype=dtype, out=out,
+    # the exponent of one column pair, 2 log2(base) / dim, and its ratio 2^-step
+    step = 2.0 * math.log2(float(base.value)) / width
+    step_expr = b.derive(f"2.0 * _LOG2({base.expr}) / {width}")
+
+    def f64(name: str, value: float, expr: str) -> In:
+        return In(Scalar(name, value, "f64", promotion.SCALAR, expr), promotes=False)
+
+    scalars = [f64("step", step, step_expr),
+               f64("ratio", 2.0 ** -step, b.derive(f"2.0 ** -{step_expr}")),
+               _constant("dim", width, "i64")]
+    return _generated(b, "sinusoidal_pe", (count, width), scalars, dtype=dtype, out=out,
                       what="sinusoidal")

@@ -47,7 +47,7 @@ def all_in(info: OpInfo, spaces: tuple[str, ...], uniform_inputs: bool = False) 
 SCALAR_EXTRAS = ("i64", "f64")
 """Scalar operands' types every variant takes beside its element types: a scalar is
 never loaded or stored, only converted (or kept: the generators' i64 numbers and index
-base, sinusoidal's f64 log2(base))."""
+base, sinusoidal's f64 step and ratio)."""
 
 
 def element_types(info: OpInfo, supported: tuple[str, ...]) -> Verdict:
