@@ -50,6 +50,7 @@ class Variant:
 # The variant modules, imported on first use; each registers itself.
 _MODULES = (
     "tile_mlir.lowering.variants.elementwise.gmem",
+    "tile_mlir.lowering.variants.elementwise.lut",
     "tile_mlir.lowering.variants.elementwise.smem",
     "tile_mlir.lowering.variants.elementwise.reg",
     "tile_mlir.lowering.variants.elementwise.reg_mem",

@@ -19,10 +19,11 @@ from mlir import ir
 from mlir.dialects import arith, memref, nvvm, scf
 
 from tile_mlir import op_table
-from tile_mlir.contract import STORAGE_ALIGN, WARP
+from tile_mlir.contract import WARP
 from tile_mlir.dialects import tile
 from tile_mlir.dtypes import DTYPES, DType
-from tile_mlir.lowering.support.analysis import OpInfo, enclosing
+from tile_mlir.lowering.support.analysis import OpInfo
+from tile_mlir.lowering.support.buffers import shared_scratch
 from tile_mlir.lowering.support.compute import Address, convert, load, store, value_type
 from tile_mlir.lowering.support.emit import const, const_index, linear_thread_id
 
@@ -196,20 +197,10 @@ def scratch(info: OpInfo, red: Reduction, count: int, *, per_instance: bool = Tr
     threads, block = info.scope_threads, info.block_threads
     instances = block // threads if per_instance and info.scope in ("warp", "warpgroup") \
         and threads and block else 1
-    module = enclosing(info.op, "gpu.module")
-    assert module is not None
-    body = module.operation.regions[0].blocks[0]
-    taken = {ir.StringAttr(op.operation.attributes["sym_name"]).value
-             for op in body.operations if "sym_name" in op.operation.attributes}
-    name = next(f"__tile_reduce_{n}" for n in range(len(taken) + 1)
-                if f"__tile_reduce_{n}" not in taken)
-    workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
-    flat = ir.MemRefType.get([count * instances], ir.Type.parse(red.acc.mlir),
-                             memory_space=workgroup)
-    with ir.InsertionPoint.at_block_begin(body):
-        memref.GlobalOp(name, ir.TypeAttr.get(flat), sym_visibility="private",
-                        initial_value=ir.UnitAttr.get(), alignment=STORAGE_ALIGN)
-    buffer = memref.get_global(flat, name)
+    buffer = shared_scratch(info.op, "__tile_reduce", ir.Type.parse(red.acc.mlir),
+                            count * instances)
+    flat = ir.MemRefType(buffer.type)
+    workgroup = flat.memory_space
     if instances == 1:
         return buffer
     assert info.block is not None and threads is not None

@@ -42,6 +42,26 @@ def layout_type(layout: TileLayout, like: ir.MemRefType) -> ir.MemRefType:
     return ir.MemRefType.get(list(layout.shape), like.element_type, attr, like.memory_space)
 
 
+def shared_scratch(op: ir.Operation | ir.OpView, prefix: str, element: ir.Type, count: int
+                   ) -> ir.Value:
+    """A fresh `.shared` array of `count` elements for one op's own use (a reduction's
+    partials, a lookup table): a 16-byte aligned memref.global of the op's gpu.module,
+    named `prefix`_n (the first n not taken), and its memref.get_global at the insertion
+    point."""
+    module = enclosing(op, "gpu.module")
+    assert module is not None
+    body = module.operation.regions[0].blocks[0]
+    taken = {ir.StringAttr(o.operation.attributes["sym_name"]).value
+             for o in body.operations if "sym_name" in o.operation.attributes}
+    name = next(f"{prefix}_{n}" for n in range(len(taken) + 1) if f"{prefix}_{n}" not in taken)
+    workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
+    flat = ir.MemRefType.get([count], element, memory_space=workgroup)
+    with ir.InsertionPoint.at_block_begin(body):
+        memref.GlobalOp(name, ir.TypeAttr.get(flat), sym_visibility="private",
+                        initial_value=ir.UnitAttr.get(), alignment=STORAGE_ALIGN)
+    return memref.get_global(flat, name)
+
+
 class Buffers:
     """The storage of each tile.alloc under one root op."""
 

@@ -340,15 +340,26 @@ class Compute:
 
     def _input(self, n: int, operand: Operand, at: dict[int, Address], vec: int,
                splat: frozenset[int]) -> ir.Value:
-        target = operand.dtype if n in self.row.keep else self.compute
         if not operand.is_memref:
-            return broadcast(convert(operand.value, operand.dtype, target, 1), target, vec)
-        through = self.through[n]
+            return self.scalar(n, operand, vec)
         if operand.index in splat:  # one element, the same for every lane
-            value = load(at[operand.index], operand.dtype, 1)
-            return broadcast(to_compute(value, operand.dtype, target, 1, through), target, vec)
-        return to_compute(load(at[operand.index], operand.dtype, vec), operand.dtype, target,
-                          vec, through)
+            value = self.widen(n, operand, load(at[operand.index], operand.dtype, 1), 1)
+            return broadcast(value, self.input_type(n, operand), vec)
+        return self.widen(n, operand, load(at[operand.index], operand.dtype, vec), vec)
+
+    def scalar(self, n: int, operand: Operand, vec: int) -> ir.Value:
+        """Scalar input n as the body takes it, on every lane."""
+        target = self.input_type(n, operand)
+        return broadcast(convert(operand.value, operand.dtype, target, 1), target, vec)
+
+    def input_type(self, n: int, operand: Operand) -> DType:
+        """The type input n reaches the body in: the compute type, or its own if kept."""
+        return operand.dtype if n in self.row.keep else self.compute
+
+    def widen(self, n: int, operand: Operand, value: ir.Value, vec: int) -> ir.Value:
+        """Memory input n's loaded `value` as the body takes it."""
+        return to_compute(value, operand.dtype, self.input_type(n, operand), vec,
+                          self.through[n])
 
 
 def position(base: ir.Value, index: ir.Value, vec: int) -> ir.Value:
