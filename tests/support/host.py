@@ -76,6 +76,11 @@ _INTRINSIC_CALLS = [
     (re.compile(r'llvm\.call_intrinsic "llvm\.nvvm\.mulhi\.ui"\((%[\w#-]+), (%[\w#-]+)\) '
                 r': \(i32, i32\) -> i32'),
      r"func.call @__mulhi_ui(\1, \2) : (i32, i32) -> i32"),
+    # fp8 division's div.approx.f32 (bodies.div_fp8): the exact quotient, whose fp8
+    # rounding the approximation's equals
+    (re.compile(r'llvm\.call_intrinsic "llvm\.nvvm\.div\.approx\.f"\((%[\w#-]+), (%[\w#-]+)\) '
+                r': \(f32, f32\) -> f32'),
+     r"arith.divf \1, \2 : f32"),
 ]
 
 INTRINSIC_HELPERS = """

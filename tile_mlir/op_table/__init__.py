@@ -86,6 +86,9 @@ class EwOp:
     storage: bool = False
     indexed: bool = False  # the last input is the index base; the body gets the position there
     kept_types: tuple[tuple[int, str], ...] = ()  # (input, the scalar type it must have)
+    # where every input and the result are fp8: a cheaper body whose results round to the
+    # same fp8 values (its docstring says why; the gpu tier checks every input pair)
+    fp8_body: Body | None = None
 
     def promoted(self, inputs: Sequence[str], dst: str) -> str:
         """The type the inputs (and dst, unless a predicate) promote to."""
@@ -110,6 +113,12 @@ class EwOp:
         (torch's scalar_t), except for fp8, which torch has no kernels for: there the
         library's rule holds (compute in f32, round once)."""
         return dst if self.storage and dst not in FP8 else None
+
+    def body_for(self, inputs: Sequence[str], dst: str) -> Body:
+        """The body for these input and dst types: fp8_body where all are fp8."""
+        if self.fp8_body is not None and dst in FP8 and all(d in FP8 for d in inputs):
+            return self.fp8_body
+        return self.body
 
     def kept_type(self, n: int) -> str | None:
         """The type scalar input n must have (a generator's seed, sizes, base...), if any."""
@@ -203,7 +212,8 @@ _ROWS = (
     _binary("add", b.by_kind("addf", "addi"), r.add, native=HALVES),
     _binary("sub", b.by_kind("subf", "subi"), r.sub, native=HALVES),
     _binary("mul", b.by_kind("mulf", "muli"), r.mul, native=HALVES),
-    EwOp("div", 2, b.arith_op("divf"), r.div, F, "float", "binary_arith", exact=True),
+    EwOp("div", 2, b.arith_op("divf"), r.div, F, "float", "binary_arith", exact=True,
+         fp8_body=b.div_fp8),
     _binary("remainder", b.remainder, r.remainder),
     _binary("pow", b.pow_, r.pow_, exact=False),
     EwOp("floor_divide", 2, b.floor_divide, r.floor_divide, FI, "same", "binary_arith",

@@ -535,6 +535,33 @@ def mish(args: list[Value], _: Type) -> Value:
     return arith.mulf(x, mlir_math.tanh(mlir_math.log1p(mlir_math.exp(x))))
 
 
+DIV_APPROX = "llvm.nvvm.div.approx.f"
+"""div.approx.f32: x * rcp.approx(y), within 2 ulp of x / y (|y| < 2^126)."""
+
+
+def div_fp8(args: list[Value], ty: Type) -> Value:
+    """a / b where a, b and the result are fp8: div.approx.f32 in place of the IEEE
+    division, lane by lane. The fp8 results are the same: a quotient of two fp8 values
+    is never within 2^-9 (relative) of a rounding boundary of the result's fp8 type
+    unless it is exactly on one (a - m b, m a boundary of 5 significant bits, is a
+    nonzero multiple of the operands' step), and exactly-on cases are a by a power of
+    two, which rcp.approx and the product give exactly; 2 ulp of f32 is 2^-22. Inf,
+    NaN, zeros and their signs come out of the product as IEEE's. The gpu tier
+    compares every pair of fp8 values with the IEEE path."""
+    a, b = args
+    f32 = emit.element_type(ty)
+
+    def one(x: Value, y: Value) -> Value:
+        return llvm.CallIntrinsicOp(f32, DIV_APPROX, [x, y], [], []).results[0]
+
+    if not isinstance(ty, ir.VectorType):
+        return one(a, b)
+    lanes = ir.VectorType(ty).shape[0]
+    return vector.from_elements(ty, [one(vector.extract(a, [], [lane]),
+                                         vector.extract(b, [], [lane]))
+                                     for lane in range(lanes)])
+
+
 # ----------------------------------------------------------- fused gated activations
 
 

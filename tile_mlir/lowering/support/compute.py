@@ -326,8 +326,8 @@ class Compute:
         dst = self.info.dst
         ty = value_type(self.compute, vec)
         storage = self.row.storage_type(dst.dtype.name)
-        result = self.row.body(args, ty, storage=storage) if self.row.storage else \
-            self.row.body(args, ty)
+        body = self.row.body_for([o.dtype.name for o in self.info.sources], dst.dtype.name)
+        result = body(args, ty, storage=storage) if self.row.storage else body(args, ty)
         store(convert(result, self.result, dst.dtype, vec), at[dst.index], dst.dtype, vec)
 
     def apply(self, at: dict[int, Address], vec: int, splat: frozenset[int] = frozenset(),
