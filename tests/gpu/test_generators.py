@@ -173,3 +173,31 @@ def test_sinusoidal_every_dim(dtype: str, positions: int, dim: int, base: float)
         strategy.force(None)
     print(f"sinusoidal {dtype} ({positions}, {dim}) base {base}: max abs error {worst:.3g} "
           f"(bound {bound:.3g})")
+
+
+@pytest.mark.parametrize(("heads", "length"), [(12, 2049), (5, 9), (48, 129), (3, 7), (16, 8),
+                                               (7, 1), (1, 3)])
+def test_alibi_every_length(heads: int, length: int) -> None:
+    """Both ways of the kernel (two slopes an access where a row holds the access's lanes,
+    each lane's otherwise) at every launch strategy, fresh and into a poisoned out= one
+    element past a 16-byte boundary: f32 within an ulp of float64 (one rounding)."""
+    torch = _torch()
+    want = np.array(paper_slopes(heads))[:, None] * np.arange(length)
+    worst = 0.0
+    try:
+        for choice in [None, *STRATEGIES]:
+            strategy.force(choice)
+            fresh = ops.alibi(heads, length)
+            store = torch.full((heads * length + 1,), float("nan"), device="cuda")
+            view = store[1:].view(heads, length)
+            assert ops.alibi(heads, length, out=view) is view
+            assert torch.isnan(store[:1]).all()
+            for got in (fresh, view):
+                error = np.abs(got.double().cpu().numpy() - want) / np.maximum(np.abs(want),
+                                                                                1e-30)
+                assert not np.isnan(error).any(), choice  # every element written
+                worst = max(worst, float(error.max()))
+                assert error.max() <= 2.0**-23, choice
+    finally:
+        strategy.force(None)
+    print(f"alibi ({heads}, {length}): max rel error {worst:.3g}")

@@ -696,17 +696,60 @@ def alibi(args: list[Value], ty: Type) -> Value:
     the largest power of two <= heads, slope_h = 2^(-8(h+1)/n) for h < n and
     2^(-(8(h-n)+4)/n) for the rest (the odd powers of 2n heads' base, as the ALiBi
     paper's get_slopes and BLOOM's build_alibi_tensor). The exponent is exact; exp2 and
-    the product are computed in f64 and rounded once to f32."""
+    the product are computed in f64 and rounded once to f32. An access whose lanes see
+    at most one head change (length at least its lane count, a uniform branch) divides
+    once and takes two slopes (`_alibi_heads`); any other computes each lane's."""
     length, pow2, position = args
-    it, f64 = position.type, _f64(ty)
-    head, column = arith.divui(position, length), arith.remui(position, length)
+    lanes = ir.VectorType(ty).shape[0] if isinstance(ty, ir.VectorType) else 1
+    if lanes == 1:
+        return _alibi_lanes(length, pow2, position, ty)
+    width = _lane0(length)
+    wide = arith.cmpi(arith.CmpIPredicate.uge, width, const(width.type, lanes))
+    branch = scf.IfOp(wide, [ty], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([_alibi_heads(width, _lane0(pow2), position, ty)])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([_alibi_lanes(length, pow2, position, ty)])
+    result: Value = branch.results[0]
+    return result
+
+
+def _alibi_slope(head: Value, pow2: Value, f64: Type) -> Value:
+    """2^(-8(h+1)/n) for h < n, else 2^(-(8(h-n)+4)/n), in f64 (of `head`'s shape)."""
+    it = head.type
     eight = const(it, 8)
     first = arith.muli(arith.addi(head, const(it, 1)), eight)
     extra = arith.addi(arith.muli(arith.subi(head, pow2), eight), const(it, 4))
     exponent = arith.select(arith.cmpi(arith.CmpIPredicate.ult, head, pow2), first, extra)
-    slope = mlir_math.exp2(arith.divf(arith.negf(arith.uitofp(f64, exponent)),
-                                   arith.uitofp(f64, pow2)))
-    return arith.truncf(ty, arith.mulf(slope, arith.uitofp(f64, column)))
+    return mlir_math.exp2(arith.divf(arith.negf(arith.uitofp(f64, exponent)),
+                                     arith.uitofp(f64, pow2)))
+
+
+def _alibi_lanes(length: Value, pow2: Value, position: Value, ty: Type) -> Value:
+    f64 = _f64(ty)
+    head, column = arith.divui(position, length), arith.remui(position, length)
+    return arith.truncf(ty, arith.mulf(_alibi_slope(head, pow2, f64),
+                                       arith.uitofp(f64, column)))
+
+
+def _alibi_heads(length: Value, pow2: Value, position: Value, ty: Type) -> Value:
+    """One division for the access's first lane; lane l is at column j0 + l of its head,
+    or j0 + l - length of the next."""
+    lanes = ir.VectorType(ty).shape[0]
+    i64, f64 = length.type, ir.F64Type.get()
+    first = _lane0(position)
+    head, column = arith.divui(first, length), arith.remui(first, length)
+    slopes = [_alibi_slope(head, pow2, f64),
+              _alibi_slope(arith.addi(head, const(i64, 1)), pow2, f64)]
+    values = []
+    for lane in range(lanes):
+        at = arith.addi(column, const(i64, lane)) if lane else column
+        wrapped = arith.cmpi(arith.CmpIPredicate.uge, at, length)
+        at = arith.select(wrapped, arith.subi(at, length), at)
+        slope = arith.select(wrapped, slopes[1], slopes[0])
+        values.append(arith.truncf(emit.element_type(ty),
+                                   arith.mulf(slope, arith.uitofp(f64, at))))
+    return vector.from_elements(ty, values)
 
 
 def sinusoidal(args: list[Value], ty: Type) -> Value:
