@@ -28,9 +28,9 @@ systems one after the other in a fixed order (tile-mlir first, right after the c
 harness times every system alike: no graphs, the same inputs, outputs from torch's
 caching allocator warmed up before timing, the systems interleaved repetition by
 repetition, L2 flushed before each. Under it (H100, 2026-11-24) tile-mlir moves
-3.00-3.04 TB/s on those cases, 0.98-1.03x of the best peer (softplus 0.85x: its
-peers are faster in both runs); which of the changes removed the anomaly was not
-isolated.
+3.00-3.04 TB/s on those cases, 0.98-1.03x of the best peer (softplus was 0.85x,
+its IEEE division per element; 0.97-0.98x with the reciprocal taken once); which of
+the changes removed the anomaly was not isolated.
 """
 
 from __future__ import annotations
