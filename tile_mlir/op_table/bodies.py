@@ -816,12 +816,12 @@ def _sinusoidal_pairs(dim: Value, step: Value, ratio: Value, position: Value, ty
                       ) -> Value:
     """The lanes' column pairs computed once each (sin and cos share the angle), one
     exp2 per access: the pairs P0, P0 + 1, .. of its first lane's column have the
-    frequencies w(P0) * ratio^j, a pair past the row's end (the next row, pair j - the
-    pairs left) ratio^m. Each angle p * w / (pi/2) in quarter turns (f64: exact to
-    2^-40 of a turn for any p below 2^12 * 2^20), its nearest integer k the quadrant and
-    the rest s, |s| <= 1/2, as x = s * pi/2 in f32; the result is sin x, cos x, -sin x or
-    -cos x by k (and +1 for a cosine column): within two f32 ulps of the f64 formula
-    where the plain f32 formula loses p * 2^-24 to its angle."""
+    frequencies w(P0) * ratio^j, a pair m past the row's end (of the next row) ratio^m.
+    Each angle p * w / (pi/2) in quarter turns is f64 (a few roundings of 2^-53 of it:
+    within 2^-30 of a quarter turn for p below 2^20), its nearest integer k the quadrant
+    and the rest s, |s| <= 1/2, as x = s * pi/2 in f32; the result is sin x, cos x,
+    -sin x or -cos x by k (and k + 1 for a cosine column): within two f32 ulps of the f64
+    formula, where the plain f32 formula loses p * 2^-24 to its angle."""
     lanes = ir.VectorType(ty).shape[0] if isinstance(ty, ir.VectorType) else 1
     scalar = emit.element_type(ty)
     i64, i32, f64 = dim.type, _int(32), ir.F64Type.get()
