@@ -50,7 +50,7 @@ OP_ATTRIBUTES = {
     "tile.reduce": ("kind", "scope", "axes", "accum", "scale", "variant"),
     "tile.alloc": ("layout",),
 }
-VARIANTS = ("gmem", "smem", "reg", "reg_mem", "mem", "gmem_smem", "shared", "local", "columns",
+VARIANTS = ("gmem", "lut", "smem", "reg", "reg_mem", "mem", "gmem_smem", "shared", "local", "columns",
             "bogus", "")
 UNARY = ("exp", "sqrt", "neg", "relu", "gelu", "silu", "abs", "tanh", "sigmoid", "copy")
 BINARY = ("add", "sub", "mul", "maximum", "minimum", "div")
