@@ -197,10 +197,17 @@ def test_overlapping_out_is_refused(device: Device) -> None:
 
 
 def test_tuned_choices_are_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's file over the package's shipped one over the default."""
     monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(strategy, "SHIPPED", tmp_path / "shipped")
     strategy._choices.cache_clear()
     choice = Strategy(128, 32, 8, 8)
     assert strategy.choose("binary_arith", "bf16", 1 << 24, "sm_90") == strategy.default(1 << 24)
+    shipped = Strategy(512, 16, 1, 1)
+    strategy.save("sm_90", {strategy.key("binary_arith", "bf16", 1 << 25): shipped},
+                  {"device": "test"}, shipped=True)
+    assert (tmp_path / "shipped" / "sm_90.json").exists()
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, "sm_90") == shipped
     path = strategy.save("sm_90", {strategy.key("binary_arith", "bf16", 1 << 25): choice},
                          {"device": "test"})
     assert path.parent == tmp_path and path.name == "ops-tuning-sm_90.json"
@@ -214,6 +221,29 @@ def test_tuned_choices_are_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyP
     finally:
         strategy.force(None)
     strategy._choices.cache_clear()
+
+
+def test_the_shipped_choices_are_candidates_of_known_keys() -> None:
+    """Each file under ops/tuned names real (family, dtype, size class) keys, each with a
+    strategy the autotuner tries, and says where it came from."""
+    import json
+
+    from tile_mlir.dtypes import DTYPES
+    from tile_mlir.ops import tune
+
+    files = sorted(strategy.SHIPPED.glob("*.json"))
+    assert files, "the package ships tuned choices (ops/tuned/<chip>.json)"
+    families = {row.family for row in op_table.ELEMENTWISE.values()}
+    classes = {name for _, name in strategy.SIZE_CLASSES}
+    for path in files:
+        data = json.loads(path.read_text())
+        assert {"device", "command"} <= set(data["meta"]), path
+        choices = strategy._read(path)
+        assert choices and len(choices) == len(data["choices"]), path
+        for key, choice in choices.items():
+            family, dtype, size = key.split("/")
+            assert family in families and dtype in DTYPES and size in classes, key
+            assert choice in tune.CANDIDATES, (key, choice)
 
 
 def test_size_classes_and_defaults() -> None:
