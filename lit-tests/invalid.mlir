@@ -109,7 +109,7 @@ gpu.module @m {
 
 gpu.module @m {
   gpu.func @k(%a: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
-    // expected-error@+1 {{names unknown variant 'fast' (variants: gmem}}
+    // expected-error@+1 {{names unknown variant 'fast' (variants: lut, gmem}}
     "tile.elementwise"(%a, %a) {op = "sqrt", scope = "cta", variant = "fast", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
     gpu.return
   }

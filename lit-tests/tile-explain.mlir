@@ -9,7 +9,8 @@
 // An explicit tile-dispatch explains once, not twice.
 // RUN: tile-opt %s --tile-dispatch --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=ONCE
 
-// CHECK: tile-explain.mlir:[[@LINE+9]]:5: remark: tile.elementwise sqrt at scope cta: variant gmem
+// CHECK: tile-explain.mlir:[[@LINE+10]]:5: remark: tile.elementwise sqrt at scope cta: variant gmem
+// CHECK-NEXT: lut (priority 12): rejected: the table takes one fp8 tile input (and scalars)
 // CHECK-NEXT: gmem (priority 10): chosen
 // CHECK: "tile.elementwise"{{.*}}variant = "gmem"
 // REMARK: remark: tile.elementwise sqrt at scope cta: variant gmem

@@ -142,7 +142,7 @@ gpu.module @m {
 // CHECK: arith.mulf %[[X]], %[[V]] : vector<4xf32>
 gpu.module @m {
   gpu.func @splat(%a: memref<4x64xf32>, %s: memref<4x64xf32, strided<[1, 0]>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
-    "tile.elementwise"(%a, %a, %s) {op = "mul", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<4x64xf32>, memref<4x64xf32>, memref<4x64xf32, strided<[1, 0]>>) -> ()
+    "tile.elementwise"(%a, %a, %s) {op = "mul", scope = "cta", variant = "gmem", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<4x64xf32>, memref<4x64xf32>, memref<4x64xf32, strided<[1, 0]>>) -> ()
     gpu.return
   }
 }
@@ -193,7 +193,8 @@ gpu.module @m {
 // fp8 computes in f32: it widens with the packed cvt (pairs of bytes) and narrows with
 // the saturating one (the second of each pair as its first operand); e5m2 keeps Inf:
 // what saturated (|x| >= 61440) moves up one step. vector_bytes = 1: one element per
-// access, its pair padded with a zero.
+// access, its pair padded with a zero. (gmem forced: by default one fp8 input and a
+// scalar take elementwise/lut, lowering/elementwise-lut.mlir.)
 // CHECK-LABEL: gpu.func @fp8
 // CHECK: vector.load {{.*}} vector<16xf8E4M3FN>
 // CHECK-COUNT-8: nvvm.convert.f8x2.to.f16x2
@@ -211,8 +212,8 @@ gpu.module @m {
 // CHECK:   memref.store {{.*}} : memref<1024xf8E5M2>
 gpu.module @m {
   gpu.func @fp8(%a: memref<1024xf8E4M3FN>, %b: memref<1024xf8E5M2>, %s: f32) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
-    "tile.elementwise"(%a, %a, %s) {op = "mul", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<1024xf8E4M3FN>, memref<1024xf8E4M3FN>, f32) -> ()
-    "tile.elementwise"(%b, %b, %s) {op = "mul", scope = "cta", vector_bytes = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<1024xf8E5M2>, memref<1024xf8E5M2>, f32) -> ()
+    "tile.elementwise"(%a, %a, %s) {op = "mul", scope = "cta", variant = "gmem", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<1024xf8E4M3FN>, memref<1024xf8E4M3FN>, f32) -> ()
+    "tile.elementwise"(%b, %b, %s) {op = "mul", scope = "cta", variant = "gmem", vector_bytes = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<1024xf8E5M2>, memref<1024xf8E5M2>, f32) -> ()
     gpu.return
   }
 }

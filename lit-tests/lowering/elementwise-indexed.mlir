@@ -65,9 +65,9 @@ gpu.module @m {
 // CHECK:   arith.addi %[[BASE]], %[[I]] : i64
 // CHECK:   math.sin {{.*}} : f64
 gpu.module @m {
-  gpu.func @reg(%out: memref<32x8xf32>, %base: i64, %dim: i64, %log2base: f64) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+  gpu.func @reg(%out: memref<32x8xf32>, %base: i64, %dim: i64, %step: f64, %ratio: f64) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
     %r = "tile.alloc"() {layout = #tile.layout<"S[(32, 8):(1@laneid, 1)]">} : () -> memref<32x8xf32, #gpu.address_space<private>>
-    "tile.elementwise"(%r, %dim, %log2base, %base) {op = "sinusoidal_pe", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (memref<32x8xf32, #gpu.address_space<private>>, i64, f64, i64) -> ()
+    "tile.elementwise"(%r, %step, %ratio, %dim, %base) {op = "sinusoidal_pe", scope = "warp", operandSegmentSizes = array<i32: 1, 1, 1, 2>} : (memref<32x8xf32, #gpu.address_space<private>>, f64, f64, i64, i64) -> ()
     "tile.copy"(%out, %r) {scope = "warp"} : (memref<32x8xf32>, memref<32x8xf32, #gpu.address_space<private>>) -> ()
     gpu.return
   }
