@@ -691,6 +691,24 @@ def _f64(ty: Type) -> Type:
     return emit.with_element_type(ty, ir.F64Type.get())
 
 
+def _lanes(ty: Type) -> int:
+    """Lanes of a compute type: a vector's length, 1 for a scalar."""
+    return ir.VectorType(ty).shape[0] if isinstance(ty, ir.VectorType) else 1
+
+
+def _either(condition: Value, ty: Type, fast: Callable[[], Value],
+            general: Callable[[], Value]) -> Value:
+    """fast() where `condition` (uniform: a function of scalars) holds, else general():
+    both built, one run."""
+    branch = scf.IfOp(condition, [ty], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([fast()])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([general()])
+    result: Value = branch.results[0]
+    return result
+
+
 def alibi(args: list[Value], ty: Type) -> Value:
     """bias[h, j] = slope_h * j over (heads, length), position = h * length + j; with n
     the largest power of two <= heads, slope_h = 2^(-8(h+1)/n) for h < n and
@@ -700,18 +718,13 @@ def alibi(args: list[Value], ty: Type) -> Value:
     at most one head change (length at least its lane count, a uniform branch) divides
     once and takes two slopes (`_alibi_heads`); any other computes each lane's."""
     length, pow2, position = args
-    lanes = ir.VectorType(ty).shape[0] if isinstance(ty, ir.VectorType) else 1
+    lanes = _lanes(ty)
     if lanes == 1:
         return _alibi_lanes(length, pow2, position, ty)
     width = _lane0(length)
     wide = arith.cmpi(arith.CmpIPredicate.uge, width, const(width.type, lanes))
-    branch = scf.IfOp(wide, [ty], has_else=True)
-    with ir.InsertionPoint(branch.then_block):
-        scf.YieldOp([_alibi_heads(width, _lane0(pow2), position, ty)])
-    with ir.InsertionPoint(branch.else_block):
-        scf.YieldOp([_alibi_lanes(length, pow2, position, ty)])
-    result: Value = branch.results[0]
-    return result
+    return _either(wide, ty, lambda: _alibi_heads(width, _lane0(pow2), position, ty),
+                   lambda: _alibi_lanes(length, pow2, position, ty))
 
 
 def _alibi_slope(head: Value, pow2: Value, f64: Type) -> Value:
@@ -761,18 +774,13 @@ def sinusoidal(args: list[Value], ty: Type) -> Value:
     count + 2, a uniform branch) takes `_sinusoidal_pairs`; any other (an odd or narrow
     dim) `_sinusoidal_lanes`, the formula per lane in f64."""
     step, ratio, dim, position = args
-    lanes = ir.VectorType(ty).shape[0] if isinstance(ty, ir.VectorType) else 1
     width = _lane0(dim)
     even = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(width, const(width.type, 1)),
                       const(width.type, 0))
-    wide = arith.cmpi(arith.CmpIPredicate.uge, width, const(width.type, lanes + 2))
-    branch = scf.IfOp(arith.andi(even, wide), [ty], has_else=True)
-    with ir.InsertionPoint(branch.then_block):
-        scf.YieldOp([_sinusoidal_pairs(width, _lane0(step), _lane0(ratio), position, ty)])
-    with ir.InsertionPoint(branch.else_block):
-        scf.YieldOp([_sinusoidal_lanes(dim, step, position, ty)])
-    result: Value = branch.results[0]
-    return result
+    wide = arith.cmpi(arith.CmpIPredicate.uge, width, const(width.type, _lanes(ty) + 2))
+    return _either(arith.andi(even, wide), ty,
+                   lambda: _sinusoidal_pairs(width, _lane0(step), _lane0(ratio), position, ty),
+                   lambda: _sinusoidal_lanes(dim, step, position, ty))
 
 
 def _sinusoidal_lanes(dim: Value, step: Value, position: Value, ty: Type) -> Value:
@@ -822,7 +830,7 @@ def _sinusoidal_pairs(dim: Value, step: Value, ratio: Value, position: Value, ty
     and the rest s, |s| <= 1/2, as x = s * pi/2 in f32; the result is sin x, cos x,
     -sin x or -cos x by k (and k + 1 for a cosine column): within two f32 ulps of the f64
     formula, where the plain f32 formula loses p * 2^-24 to its angle."""
-    lanes = ir.VectorType(ty).shape[0] if isinstance(ty, ir.VectorType) else 1
+    lanes = _lanes(ty)
     scalar = emit.element_type(ty)
     i64, i32, f64 = dim.type, _int(32), ir.F64Type.get()
     first = _lane0(position)

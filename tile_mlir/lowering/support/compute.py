@@ -303,6 +303,7 @@ class Compute:
         self.result = DTYPES["bool"] if self.row.out == "bool" else self.compute
         self.through = rounding(self.row, inputs, [o.is_memref for o in info.sources],
                                 info.dst.dtype.name, self.compute.name)
+        self.body = self.row.body_for(inputs, info.dst.dtype.name)
 
     @property
     def indexed(self) -> bool:
@@ -326,7 +327,7 @@ class Compute:
         dst = self.info.dst
         ty = value_type(self.compute, vec)
         storage = self.row.storage_type(dst.dtype.name)
-        body = self.row.body_for([o.dtype.name for o in self.info.sources], dst.dtype.name)
+        body = self.body
         result = body(args, ty, storage=storage) if self.row.storage else body(args, ty)
         store(convert(result, self.result, dst.dtype, vec), at[dst.index], dst.dtype, vec)
 

@@ -71,10 +71,6 @@ class _Lookup(Compute):
         self.table = table
         self.source = next(o for o in info.sources if o.is_memref)
 
-    @property
-    def indexed(self) -> bool:
-        return False
-
     def load(self, at: dict[int, Address], vec: int, splat: frozenset[int] = frozenset(),
              index: ir.Value | None = None) -> list[ir.Value]:
         """The input's bytes (one for an input broadcast along the access)."""
