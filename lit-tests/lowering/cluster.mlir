@@ -2,51 +2,75 @@
 // sm_90), numbered CTA by CTA: rank * (threads per CTA) + the thread's index in its CTA.
 // A register layout over tid at cluster scope spreads a tile over the cluster's CTAs;
 // a reduction over it folds each CTA's warps through its shared memory (one bar.sync),
-// then the CTAs' partials through distributed shared memory between two cluster
-// barriers (mapa.shared::cluster, ld.shared::cluster; the second stands for the first
-// of a later reduction where there is one); the result is replicated in every thread of
-// the cluster.
+// then the CTAs' partials: through mailboxes where every such reduction of the kernel
+// stands in its entry block (each CTA posts its partial into every CTA's shared memory,
+// st.shared::cluster, and arrives on that CTA's mbarrier; each waits for its own), else
+// through distributed shared memory between two cluster barriers (mapa.shared::cluster,
+// ld.shared::cluster; the second stands for the first of a later reduction where there
+// is one); the result is replicated in every thread of the cluster.
 // RUN: tile-opt %s --split-input-file --verify-diagnostics --tile-verify --tile-lower --canonicalize --cse | FileCheck %s
 // RUN: not tile-opt %s --split-input-file -p tile-to-ptx --emit=ptx 2>/dev/null | FileCheck %s --check-prefix=PTX
 
 // A row of 512 floats over a cluster of 2 CTAs of 64 threads: 4 registers a thread.
-// The CTA's part: 5 shuffles, its two warps' partials through a shared scratch after
-// one barrier; its leader (thread 0) leaves the CTA's partial in a second scratch; a
-// cluster barrier; every thread reads both CTAs' partials (ranks 0 and 1, in that
-// order: the same bits everywhere) through mapa; a second cluster barrier before any
-// CTA may exit (its shared memory must outlive its readers).
+// At the entry, after the register tiles' allocas: thread 0 initializes the mailbox's
+// mbarrier for 2 arrivals, then the fence and the relaxed cluster arrive. The CTA's
+// part: 5 shuffles, its two warps' partials through a shared scratch after one barrier;
+// the cluster wait (every CTA's mbarrier is initialized past it); threads 0 and 1 post
+// the CTA's partial to CTAs 0 and 1 (slot [rank]) and arrive on their mbarriers; every
+// thread waits for its own mbarrier's first phase and folds slots 0 and 1 in that order
+// (the same bits everywhere). No second cluster barrier: no CTA reads another's memory.
 // CHECK-LABEL: gpu.func @row_sum
+// CHECK: memref.alloca
+// CHECK: %[[BAR:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<3>
+// CHECK: scf.if
+// CHECK-NEXT: nvvm.mbarrier.init %[[BAR]], %c2_i32 : !llvm.ptr<3>, i32
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK-NEXT: nvvm.cluster.arrive.relaxed
 // CHECK: %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank : i32
 // CHECK: %[[R:.*]] = arith.index_castui %[[RANK]] : i32 to index
 // CHECK: arith.muli %[[R]], %c64 : index
+// CHECK: %[[BOX:.*]] = memref.get_global @__tile_mailbox_0 : memref<2xf32, #gpu.address_space<workgroup>>
 // CHECK-COUNT-5: nvvm.shfl.sync  bfly
 // CHECK: gpu.barrier
-// CHECK: scf.if
-// CHECK: memref.store %{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
-// CHECK: nvvm.cluster.arrive
-// CHECK-NEXT: nvvm.cluster.wait
-// CHECK: nvvm.mapa %{{.*}}, %c0_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK: llvm.load %{{.*}} : !llvm.ptr<7> -> f32
-// CHECK: nvvm.mapa %{{.*}}, %c1_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK: llvm.load %{{.*}} : !llvm.ptr<7> -> f32
-// CHECK: nvvm.cluster.arrive
-// CHECK-NEXT: nvvm.cluster.wait
+// CHECK: %[[POSTS:.*]] = arith.cmpi ult, %thread_id_x, %c2 : index
+// CHECK: nvvm.cluster.wait
+// CHECK: scf.if %[[POSTS]] {
+// CHECK: %[[PEER:.*]] = arith.index_cast %thread_id_x : index to i32
+// CHECK: %[[SLOT:.*]] = nvvm.mapa %{{.*}}, %[[PEER]] : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK-NEXT: llvm.store %{{.*}}, %[[SLOT]] : f32, !llvm.ptr<7>
+// CHECK-NEXT: %[[THEIRS:.*]] = nvvm.mapa %[[BAR]], %[[PEER]] : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[THEIRS]] {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
+// CHECK: nvvm.cluster.arrive {tile.mailbox}
+// CHECK-NEXT: scf.while
+// CHECK-NEXT: nvvm.mbarrier.test.wait %[[BAR]], %c0_i32 {scope = #nvvm.mem_scope<cluster>}
+// CHECK: %[[A:.*]] = memref.load %[[BOX]][%c0]
+// CHECK-NEXT: %[[B:.*]] = memref.load %[[BOX]][%c1]
+// CHECK-NEXT: arith.addf %[[A]], %[[B]] : f32
+// CHECK-NOT: nvvm.cluster
 // CHECK: arith.divf
+// CHECK-NOT: nvvm.cluster
+// CHECK: vector.store
+// CHECK-NEXT: nvvm.cluster.wait
+// CHECK-NEXT: gpu.return
 // PTX-LABEL: .entry row_sum(
 // PTX: .reqnctapercluster 2, 1, 1
 // PTX-NOT: .local
+// PTX: mbarrier.init.shared.b64
+// PTX: fence.mbarrier_init.release.cluster;
+// PTX-NEXT: barrier.cluster.arrive.relaxed;
 // PTX: %cluster_ctarank
 // PTX-COUNT-5: shfl.sync.bfly.b32
 // PTX: bar.sync 0;
+// PTX: barrier.cluster.wait;
+// PTX: st.shared::cluster.b32
+// PTX: mbarrier.arrive.release.cluster.shared::cluster.b64
 // PTX: barrier.cluster.arrive;
-// PTX-NEXT: barrier.cluster.wait;
-// PTX: mapa.shared::cluster.u64
-// PTX: ld.shared::cluster.b32
-// PTX: mapa.shared::cluster.u64
-// PTX: ld.shared::cluster.b32
-// PTX: barrier.cluster.arrive;
-// PTX-NEXT: barrier.cluster.wait;
+// PTX: mbarrier.test_wait.parity.acquire.cluster.shared.b64
+// PTX-NOT: ld.shared::cluster
+// PTX-NOT: barrier.cluster
 // PTX: st.global.v4.b32
+// PTX-NEXT: barrier.cluster.wait;
+// PTX-NEXT: ret;
 gpu.module @m {
   gpu.func @row_sum(%x: memref<512xf32>, %y: memref<512xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.cluster_dim = array<i32: 2, 1, 1>} {
     %xv = memref.expand_shape %x [[0, 1]] output_shape [128, 4] : memref<512xf32> into memref<128x4xf32>
@@ -63,23 +87,37 @@ gpu.module @m {
 
 // -----
 
-// Two reductions (a softmax's max and sum): the second's first cluster barrier keeps the
-// first's scratch alive until every CTA has read it, so the first needs no trailing one:
-// three cluster barriers, not four.
+// Two reductions (a softmax's max and sum), a mailbox each: both mbarriers initialized
+// before the one fence and relaxed arrive at the entry, one cluster wait (before the
+// first post), a wait on each mbarrier; the cluster arrive after the second's posts
+// only (the last), its wait at the end.
 // CHECK-LABEL: gpu.func @two_reductions
-// CHECK: nvvm.cluster.arrive
-// CHECK: nvvm.mapa
-// CHECK-NOT: nvvm.cluster.arrive
+// CHECK-COUNT-2: nvvm.mbarrier.init
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK-NEXT: nvvm.cluster.arrive.relaxed
+// CHECK: nvvm.cluster.wait
+// CHECK: nvvm.mbarrier.arrive
+// CHECK-NOT: nvvm.cluster
+// CHECK: nvvm.mbarrier.test.wait
+// CHECK-NOT: nvvm.cluster
 // CHECK: math.exp
-// CHECK: nvvm.cluster.arrive
-// CHECK: nvvm.mapa
-// CHECK: nvvm.cluster.arrive
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: nvvm.cluster.arrive {tile.mailbox}
+// CHECK: nvvm.mbarrier.test.wait
 // CHECK-NOT: nvvm.cluster.arrive
-// CHECK: gpu.return
+// CHECK: nvvm.cluster.wait
+// CHECK-NEXT: gpu.return
 // PTX-LABEL: .entry two_reductions(
-// PTX-COUNT-3: barrier.cluster.arrive;
-// PTX-NOT: barrier.cluster.arrive;
-// PTX: ret;
+// PTX: barrier.cluster.arrive.relaxed;
+// PTX-NOT: barrier.cluster
+// PTX: barrier.cluster.wait;
+// PTX-NOT: barrier.cluster
+// PTX: mbarrier.test_wait.parity
+// PTX-NOT: barrier.cluster
+// PTX: barrier.cluster.arrive;
+// PTX-NOT: barrier.cluster
+// PTX: barrier.cluster.wait;
+// PTX-NEXT: ret;
 gpu.module @m {
   gpu.func @two_reductions(%x: memref<128x4xf32>, %y: memref<128x4xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.cluster_dim = array<i32: 2, 1, 1>} {
     %t = "tile.alloc"() {layout = #tile.layout<"S[(128, 4):(1@tid, 1)]">} : () -> memref<128x4xf32, #gpu.address_space<private>>
@@ -99,27 +137,80 @@ gpu.module @m {
 // -----
 
 // A warp per CTA, 4 CTAs: no warps to fold within a CTA (no bar.sync, no first scratch);
-// the lanes' butterfly, then four ranks' partials. Into global memory, one thread of the
-// cluster writes the result (its reduced fields, the CTAs' included, at 0).
+// the lanes' butterfly, then four ranks' posts, folded from slots 0..3. Into global
+// memory, one thread of the cluster writes the result (its reduced fields, the CTAs'
+// included, at 0).
 // CHECK-LABEL: gpu.func @warp_per_cta
 // CHECK-NOT: gpu.barrier
-// CHECK: nvvm.cluster.arrive
-// CHECK: nvvm.mapa %{{.*}}, %c0_i32
-// CHECK: nvvm.mapa %{{.*}}, %c1_i32
-// CHECK: nvvm.mapa %{{.*}}, %c2_i32
-// CHECK: nvvm.mapa %{{.*}}, %c3_i32
+// CHECK: nvvm.cluster.wait
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: nvvm.mbarrier.test.wait
+// CHECK: memref.load %{{.*}}[%c0] : memref<4xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.load %{{.*}}[%c1] : memref<4xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.load %{{.*}}[%c2] : memref<4xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.load %{{.*}}[%c3] : memref<4xf32, #gpu.address_space<workgroup>>
 // CHECK: scf.if
 // CHECK: memref.store %{{.*}} : memref<1xf32>
-// CHECK: nvvm.cluster.arrive
+// CHECK-NOT: gpu.barrier
 // PTX-LABEL: .entry warp_per_cta(
 // PTX: .reqnctapercluster 4, 1, 1
 // PTX-NOT: bar.sync
-// PTX-COUNT-4: ld.shared::cluster.b32
+// PTX: st.shared::cluster.b32
+// PTX-NOT: ld.shared::cluster
+// PTX: ret;
 gpu.module @m {
   gpu.func @warp_per_cta(%x: memref<128x2xf32>, %out: memref<1xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>, nvvm.cluster_dim = array<i32: 4, 1, 1>} {
     %t = "tile.alloc"() {layout = #tile.layout<"S[(128, 2):(1@tid, 1)]">} : () -> memref<128x2xf32, #gpu.address_space<private>>
     "tile.copy"(%t, %x) {scope = "cluster"} : (memref<128x2xf32, #gpu.address_space<private>>, memref<128x2xf32>) -> ()
     "tile.reduce"(%out, %t) {kind = "max", scope = "cluster"} : (memref<1xf32>, memref<128x2xf32, #gpu.address_space<private>>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// A reduction in a loop runs more than once: an mbarrier serves one phase, so it meets
+// through barriers. Its CTA's leader leaves the partial in a scratch; a cluster barrier;
+// every thread reads both CTAs' partials (ranks 0 and 1, in that order) through mapa;
+// a second cluster barrier before any CTA may exit or write the scratch again.
+// CHECK-LABEL: gpu.func @in_a_loop
+// CHECK-NOT: nvvm.mbarrier
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cluster.arrive
+// CHECK-NEXT: nvvm.cluster.wait
+// CHECK: nvvm.mapa %{{.*}}, %c0_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<7> -> f32
+// CHECK: nvvm.mapa %{{.*}}, %c1_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<7> -> f32
+// CHECK: nvvm.cluster.arrive
+// CHECK-NEXT: nvvm.cluster.wait
+// CHECK-NOT: nvvm.mbarrier
+// CHECK: gpu.return
+// PTX-LABEL: .entry in_a_loop(
+// PTX-NOT: mbarrier
+// PTX: barrier.cluster.arrive;
+// PTX-NEXT: barrier.cluster.wait;
+// PTX: ld.shared::cluster.b32
+// PTX: ld.shared::cluster.b32
+// PTX: barrier.cluster.arrive;
+// PTX-NEXT: barrier.cluster.wait;
+gpu.module @m {
+  gpu.func @in_a_loop(%x: memref<3x128x4xf32>, %y: memref<3x128x4xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.cluster_dim = array<i32: 2, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %t = "tile.alloc"() {layout = #tile.layout<"S[(128, 4):(1@tid, 1)]">} : () -> memref<128x4xf32, #gpu.address_space<private>>
+    %s = "tile.alloc"() {layout = #tile.layout<"S[(1, 1)], R[128:1@tid]">} : () -> memref<1x1xf32, #gpu.address_space<private>>
+    scf.for %i = %c0 to %c3 step %c1 {
+      %xv = memref.subview %x[%i, 0, 0] [1, 128, 4] [1, 1, 1] : memref<3x128x4xf32> to memref<128x4xf32, strided<[4, 1], offset: ?>>
+      %yv = memref.subview %y[%i, 0, 0] [1, 128, 4] [1, 1, 1] : memref<3x128x4xf32> to memref<128x4xf32, strided<[4, 1], offset: ?>>
+      "tile.copy"(%t, %xv) {scope = "cluster"} : (memref<128x4xf32, #gpu.address_space<private>>, memref<128x4xf32, strided<[4, 1], offset: ?>>) -> ()
+      "tile.reduce"(%s, %t) {kind = "sum", scope = "cluster"} : (memref<1x1xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
+      "tile.elementwise"(%t, %t, %s) {op = "div", scope = "cluster", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<128x4xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>, memref<1x1xf32, #gpu.address_space<private>>) -> ()
+      "tile.copy"(%yv, %t) {scope = "cluster"} : (memref<128x4xf32, strided<[4, 1], offset: ?>>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
+    }
     gpu.return
   }
 }

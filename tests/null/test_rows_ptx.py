@@ -5,9 +5,11 @@ For each: ptxas takes it with no spill (its -v report) and the PTX has no .local
 register tile left in memory); the row is read in 16-byte loads (ld.global.nc where
 the kernel only reads it) and written in 16-byte stores; and each reduction has the
 shape of its strategy: a butterfly of 5 shuffles (lanes of a row), plus one bar.sync
-(warps of a CTA), plus a cluster barrier and a distributed shared memory read per CTA
-(a cluster, .reqnctapercluster C; and one cluster barrier after the last reduction). The programs with such reductions cannot run on
-the pretend device: the gpu tier runs them.
+(warps of a CTA), plus, in a cluster (.reqnctapercluster C), a post into a peer's
+mailbox, an arrive on its mbarrier and a wait on the CTA's own (and, for the kernel, a
+cluster barrier at the entry and one after the last posts, waited for at the end; no
+read across the cluster). The programs with such
+reductions cannot run on the pretend device: the gpu tier runs them.
 """
 
 from __future__ import annotations
@@ -101,11 +103,19 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     cta_wide = g.strategy != "warp" and g.threads > 32
     assert ptx.count("bar.sync") == (reductions if cta_wide else 0)
     clustered = g.strategy == "cluster"
-    # one before each reduction's reads, and one after the last (the next reduction's
-    # first stands for the one after an earlier reduction)
-    assert ptx.count("barrier.cluster.arrive") == (reductions + 1 if clustered else 0)
-    assert ptx.count("barrier.cluster.wait") == (reductions + 1 if clustered else 0)
-    assert ptx.count("ld.shared::cluster") == (reductions * g.ctas if clustered else 0)
+    # mailboxes: a relaxed cluster arrive at the entry, its wait before the first post; per
+    # reduction a post and an arrive on the peer's mbarrier, a wait on the CTA's own; a
+    # cluster arrive after the last posts, its wait before the kernel returns
+    assert ptx.count("barrier.cluster.arrive.relaxed;") == (1 if clustered else 0)
+    assert ptx.count("barrier.cluster.arrive;") == (1 if clustered else 0)
+    assert ptx.count("barrier.cluster.wait;") == (2 if clustered else 0)
+    assert ("barrier.cluster.wait;\n\tret;" in ptx) == clustered
+    assert ptx.count("st.shared::cluster") == (reductions if clustered else 0)
+    assert ptx.count("mbarrier.arrive.release.cluster.shared::cluster") == \
+        (reductions if clustered else 0)
+    assert ptx.count("mbarrier.test_wait.parity.acquire.cluster") == \
+        (reductions if clustered else 0)
+    assert "ld.shared::cluster" not in ptx
     assert (f".reqnctapercluster {g.ctas}, 1, 1" in ptx) == clustered
 
 
@@ -137,9 +147,11 @@ def test_the_cluster_strategy_forced_on_a_short_row() -> None:
     g = rows.Forced("cluster", ctas=2, lanes=128).plan(7, 1000, 4).geometry
     assert (g.ctas, g.threads) == (2, 64)
     ptx, _ = _compiled(_program("softmax", g, 7, 1000, "f32"))
-    assert ptx.count("barrier.cluster.arrive") == 3 and ptx.count("bar.sync") == 2
-    assert ptx.count("mapa.shared::cluster") == 4
+    assert ptx.count("barrier.cluster.arrive.relaxed;") == 1 and ptx.count("bar.sync") == 2
+    assert ptx.count("mbarrier.test_wait.parity") == 2
+    assert ptx.count("mapa.shared::cluster") == 4  # per reduction: the slot, the mbarrier
     g = rows.Forced("cluster", ctas=2).plan(7, 1000, 4).geometry
     assert (g.ctas, g.threads) == (2, 32)
     ptx, _ = _compiled(_program("rms_norm", g, 7, 1000, "f32"))
-    assert ptx.count("barrier.cluster.arrive") == 2 and "bar.sync" not in ptx
+    assert ptx.count("barrier.cluster.arrive.relaxed;") == 1 and "bar.sync" not in ptx
+    assert ptx.count("mbarrier.test_wait.parity") == 1

@@ -16,18 +16,26 @@ after the reads frees the scratch for the op's next run, only where it can run
 again (a loop) with no other barrier between (reused_without_barrier).
 
 At cluster scope, reduced axes spread over the cluster's CTAs (CTA fields) take
-one more step: each CTA's partial (its lanes and warps folded as above) goes into
-a shared scratch of its own, written by one thread per kept coordinate; after a
-cluster barrier (barrier.cluster.arrive/wait: release and acquire across the
-cluster) every thread reads the partial of every CTA it folds with from that
-CTA's shared memory (mapa.shared::cluster, ld.shared::cluster) and folds them in
-rank order, so every thread of the cluster holds the same bits. A second cluster
-barrier follows the reads: a CTA's shared memory must outlive its readers (no CTA
-may exit, or reuse the scratch, before the others have read it), unless a later op
-of the block has a cluster barrier of its own (another such reduction: softmax's
-sum after its max), which does the same. The CTA step's scratch needs no second
-barrier: the first cluster barrier already stands between its reads and any later
-write.
+one more step, after each CTA's partial is made (its lanes and warps folded as above).
+Where every such reduction of the kernel runs once (it stands in the kernel's entry
+block) and folds the whole cluster with one partial per CTA, the partials go through
+mailboxes (support/mailbox.py): thread r of each CTA posts the CTA's partial into CTA
+r's shared memory and arrives on CTA r's mbarrier; each CTA waits for its own and folds
+the C posts in rank order, so every thread of the cluster holds the same bits. No
+cluster barrier, no read across the cluster. Otherwise (a reduction in a loop, kept
+axes over a CTA's threads, a kernel with a cluster barrier of its own) they go through
+barriers: each CTA's partial goes into a shared scratch of its own, written by one
+thread per kept coordinate; after a cluster barrier (barrier.cluster.arrive/wait:
+release and acquire across the cluster) every thread reads the partial of every CTA
+it folds with from that CTA's shared memory (mapa.shared::cluster,
+ld.shared::cluster) and folds them in rank order. A second cluster barrier follows
+the reads: a CTA's shared memory must outlive its readers (no CTA may exit, or reuse
+the scratch, before the others have read it), unless a later op of the block has a
+cluster barrier of its own (another such reduction: softmax's sum after its max),
+which does the same. The CTA step's scratch needs no second barrier: the first
+cluster barrier already stands between its reads and any later write. On an H100 the
+mailboxes made rows of 2^16-2^18 elements 2-23% faster than the barriers (bench/fused.py's
+long rows): the barriers' cost was most of what a cluster costs there.
 """
 
 from __future__ import annotations
@@ -45,9 +53,9 @@ from tile_mlir.layout import TileLayout
 from tile_mlir.lowering.schedules import induced
 from tile_mlir.lowering.schedules.reduction import Reduction, butterfly, scratch, warp_mask
 from tile_mlir.lowering.schedules.threads import Field, ThreadPlan, thread_plan
-from tile_mlir.lowering.support import sync, tails
+from tile_mlir.lowering.support import mailbox, sync, tails
 from tile_mlir.lowering.support.access import Access, linearize
-from tile_mlir.lowering.support.analysis import OpInfo, describe
+from tile_mlir.lowering.support.analysis import OpInfo, describe, enclosing
 from tile_mlir.lowering.support.compute import convert, load, row_major
 from tile_mlir.lowering.support.emit import (
     const,
@@ -252,6 +260,87 @@ def _cta_partial(op: _Local) -> Partial:
 
 
 def _across_ctas(op: _Local) -> None:
+    if _mailboxes(op.info.op.operation):
+        _through_mailboxes(op)
+    else:
+        _through_barriers(op)
+
+
+def _through_mailboxes(op: _Local) -> None:
+    """The cluster's CTA partials posted into every CTA's mailbox (support/mailbox.py):
+    thread r of each CTA posts the CTA's partial of each kept coordinate to CTA r and
+    arrives on its mbarrier; every CTA waits for its own and folds the posts in rank
+    order, so every thread of the cluster holds the same bits."""
+    info = op.info
+    block, ctas = info.block, info.cluster_ctas
+    assert block is not None and ctas is not None
+    slots = _slots(op)
+    box = mailbox.Mailbox(info.op.operation, ir.Type.parse(op.red.acc.mlir), slots, ctas,
+                          block)
+    partial = _cta_partial(op)
+    rank = cta_rank()
+    peer = _cta_tid(op)  # the CTA this thread posts to
+    posts = arith.cmpi(arith.CmpIPredicate.ult, peer, const_index(ctas))
+    mailbox.open_mailboxes(info.op.operation)
+
+    def post(coords: dict[int, ir.Value], slot: ir.Value) -> None:
+        value = partial(coords, slot)  # shuffles: every lane runs them
+        index = arith.addi(arith.muli(slot, const_index(ctas)), rank)
+        tails.when(posts, lambda: box.post(value, index, peer))
+
+    _kept_loops(op, post)
+    tails.when(posts, lambda: box.arrive(peer))
+    if not _cluster_reduction_follows(info.op.operation):
+        mailbox.close_mailboxes(info.op.operation)
+    box.wait()
+
+    def gather(coords: dict[int, ir.Value], slot: ir.Value) -> ir.Value:
+        first = arith.muli(slot, const_index(ctas))
+        total = None
+        for r in range(ctas):
+            value = box.read(arith.addi(first, const_index(r)) if r else first)
+            total = value if total is None else op.red.combine(total, value)
+        assert total is not None
+        return total
+
+    _store_all(op, gather)
+
+
+def _mailboxes(op: ir.Operation) -> bool:
+    """Do the kernel's reductions across CTAs meet through mailboxes? Where each stands
+    in the kernel's entry block (it runs once: a mailbox's mbarrier serves one phase),
+    folds the whole cluster with one partial per CTA (every thread of a CTA in it, a
+    thread per CTA to post it) and the kernel has no cluster barrier of its own (the
+    mailboxes' relaxed arrive at the entry pairs with their first wait); else all meet
+    through barriers."""
+    kernel = enclosing(op, "gpu.func")
+    assert kernel is not None
+    usable = True
+
+    def visit(other: ir.Operation) -> ir.WalkResult:
+        nonlocal usable
+        if other.name == "nvvm.cluster.arrive" and mailbox.MARK not in other.attributes:
+            usable = False
+        elif other.name == "tile.reduce":
+            found = _plan_of(other)
+            if found is not None and found[1].ctas and not _posts(other, *found):
+                usable = False
+        return ir.WalkResult.INTERRUPT if not usable else ir.WalkResult.ADVANCE
+
+    kernel.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return usable
+
+
+def _posts(op: ir.Operation, info: OpInfo, plan: ThreadPlan) -> bool:
+    """Can this reduction across CTAs use a mailbox (_mailboxes)?"""
+    ctas, threads = info.cluster_ctas, info.block_threads
+    return ctas is not None and threads is not None and threads >= ctas and \
+        mailbox.in_entry_block(op) and \
+        math.prod(f.extent for f in plan.ctas) == ctas and \
+        math.prod(f.extent for f in (*plan.lanes, *plan.warps)) == threads
+
+
+def _through_barriers(op: _Local) -> None:
     """The cluster's CTA partials through distributed shared memory (module docstring):
     one writer per kept coordinate and CTA, a cluster barrier, every thread folds every
     CTA's partial in rank order, a second cluster barrier."""
@@ -288,6 +377,19 @@ def _across_ctas(op: _Local) -> None:
     _store_all(op, gather)
     if trailing:
         sync.barrier("cluster", block)
+
+
+def _cluster_reduction_follows(op: ir.Operation) -> bool:
+    """Does a reduction across CTAs follow this one in its block?"""
+    after = False
+    for other in op.block.operations:
+        if other.operation == op:
+            after = True
+        elif after and other.operation.name == "tile.reduce":
+            found = _plan_of(other.operation)
+            if found is not None and found[1].ctas:
+                return True
+    return False
 
 
 def _cluster_barrier_follows(op: ir.Operation) -> bool:
@@ -430,19 +532,28 @@ def _barrier_scope(other: ir.Operation) -> str | None:
         return "warpgroup"
     if name == sync.CLUSTER_WAIT:
         return "cluster"
-    if name != "tile.reduce" or "variant" not in other.attributes or \
-            ir.StringAttr(other.attributes["variant"]).value != "local":
+    found = _plan_of(other) if name == "tile.reduce" else None
+    if found is None:
         return None
-    info = describe(other.opview)
+    info, plan = found
+    if plan.ctas and not _mailboxes(other):
+        return "cluster"  # its last barrier
+    if not plan.warps:
+        return None
+    return "cta" if info.scope == "cluster" else info.scope
+
+
+def _plan_of(op: ir.Operation) -> tuple[OpInfo, ThreadPlan] | None:
+    """A tile.reduce's thread plan where it lowers to the register reduction."""
+    if "variant" not in op.attributes or \
+            ir.StringAttr(op.attributes["variant"]).value != "local":
+        return None
+    info = describe(op.opview)
     layout, threads = info.sources[0].layout, info.scope_threads
     if layout is None or threads is None:
         return None
     plan, _ = thread_plan(layout, Reduction.of(info).axes, threads, cluster_block(info))
-    if plan is None or not (plan.warps or plan.ctas):
-        return None
-    if plan.ctas:
-        return "cluster"  # its last barrier
-    return "cta" if info.scope == "cluster" else info.scope
+    return None if plan is None else (info, plan)
 
 
 def reused_without_barrier(op: ir.Operation, scope: str) -> bool:

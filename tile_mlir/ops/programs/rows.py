@@ -17,8 +17,8 @@ local memory). The strategies differ in who the P threads are:
 - "cta": the CTA's threads, one row per CTA: reductions across its warps (shuffles,
   then the warps' partials through shared memory after one barrier);
 - "cluster": the threads of a thread block cluster of C CTAs (`tl.cluster`, sm_90),
-  one row per cluster: the CTAs' partials meet through distributed shared memory
-  between two cluster barriers;
+  one row per cluster: the CTAs' partials meet through mailboxes in each CTA's
+  shared memory (registers.py; no cluster barrier but one at the entry);
 - "split": two kernels per op for rows longer than a cluster holds (or a GPU without
   clusters): pass 1 reduces each chunk of a row (one CTA per chunk) into partial
   statistics in a temporary [M, S, chunks] f32 array (softmax: the chunk's max and sum

@@ -15,8 +15,9 @@ thread axes (`R[32:1@laneid]` for a reduction across a warp, `R[256:1@tid]`
 across a 256-thread CTA); into memory one thread writes each output. At warp
 scope no barrier is needed; at warpgroup scope the warpgroup's named barrier. At
 cluster scope (a kernel with nvvm.cluster_dim) reduced axes may spread over the
-cluster's CTAs too: their partials meet through distributed shared memory between
-two cluster barriers (registers.py).
+cluster's CTAs too: their partials meet through mailboxes in each CTA's shared
+memory (a reduction that runs once a launch) or between two cluster barriers
+(registers.py).
 """
 
 from __future__ import annotations
