@@ -22,7 +22,8 @@ block) and folds the whole cluster with one partial per CTA, the partials go thr
 mailboxes (support/mailbox.py): thread r of each CTA posts the CTA's partial into CTA
 r's shared memory and arrives on CTA r's mbarrier; each CTA waits for its own and folds
 the C posts in rank order, so every thread of the cluster holds the same bits. No
-cluster barrier, no read across the cluster. Otherwise (a reduction in a loop, kept
+cluster barrier per reduction (one at the entry, one after the last posts whose wait
+stands at the kernel's end), no read across the cluster. Otherwise (a reduction in a loop, kept
 axes over a CTA's threads, a kernel with a cluster barrier of its own) they go through
 barriers: each CTA's partial goes into a shared scratch of its own, written by one
 thread per kept coordinate; after a cluster barrier (barrier.cluster.arrive/wait:
