@@ -60,11 +60,13 @@ from tile_mlir.lowering.support.access import Access, linearize
 from tile_mlir.lowering.support.analysis import OpInfo, describe, enclosing
 from tile_mlir.lowering.support.compute import convert, load, row_major
 from tile_mlir.lowering.support.emit import (
+    cluster_address,
     const,
     const_index,
     cta_rank,
     linear_thread_id,
     scope_thread_index,
+    shared_pointer,
 )
 
 
@@ -364,14 +366,15 @@ def _through_barriers(op: _Local) -> None:
     _kept_loops(op, write)
     sync.barrier("cluster", block)
     root = _root_rank(op, cta_threads)
-    remote = _Remote(shared, ir.Type.parse(op.red.acc.mlir))
+    pointer, element = shared_pointer(shared), ir.Type.parse(op.red.acc.mlir)
 
     def gather(coords: dict[int, ir.Value], slot: ir.Value) -> ir.Value:
         index = arith.addi(arith.muli(slot, const_index(cta_threads)), leader)
         total = None
         for offset in op.plan.cta_offsets():
             rank = arith.addi(root, const_index(offset // cta_threads)) if offset else root
-            value = remote.load(index, rank)
+            # read through the cluster's shared window (ld.shared::cluster)
+            value = llvm.load(element, cluster_address(pointer, rank, element, index))
             total = value if total is None else op.red.combine(total, value)
         assert total is not None
         return total
@@ -421,32 +424,6 @@ def _root_rank(op: _Local, cta_threads: int) -> ir.Value:
         digit = arith.remui(digit, const_index(field.extent))
         root = arith.subi(root, arith.muli(digit, const_index(stride)))
     return root
-
-
-_DYNAMIC_INDEX = -(1 << 31)
-"""llvm.getelementptr's marker of an index given as an operand."""
-
-
-class _Remote:
-    """Loads from a shared buffer of another CTA of the cluster: its address in this
-    CTA mapped to the other's (nvvm.mapa: mapa.shared::cluster), then read through the
-    cluster's shared window (ld.shared::cluster)."""
-
-    def __init__(self, buffer: ir.Value, element: ir.Type):
-        self.element = element
-        base = memref.extract_aligned_pointer_as_index(buffer)
-        address = arith.index_castui(ir.IntegerType.get_signless(64), base)
-        self.pointer = llvm.inttoptr(ir.Type.parse("!llvm.ptr<3>"), address)
-
-    def load(self, index: ir.Value, rank: ir.Value) -> ir.Value:
-        i32 = ir.IntegerType.get_signless(32)
-        offset = arith.index_cast(i32, index)
-        local = llvm.getelementptr(ir.Type.parse("!llvm.ptr<3>"), self.pointer, [offset],
-                                   [_DYNAMIC_INDEX], self.element,
-                                   llvm.GEPNoWrapFlags.none)
-        mapped = nvvm.mapa(ir.Type.parse("!llvm.ptr<7>"), local,
-                           arith.index_cast(i32, rank))
-        return llvm.load(self.element, mapped)
 
 
 def _cleared(tid: ir.Value, fields: tuple[Field, ...]) -> ir.Value:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, nvvm
+from mlir.dialects import arith, gpu, llvm, memref, nvvm
 
 from tile_mlir.contract import SCOPE_THREADS
 
@@ -79,6 +79,30 @@ def cta_rank() -> ir.Value:
     """This CTA's rank in its cluster (%cluster_ctarank), as an index."""
     rank = nvvm.read_ptx_sreg_cluster_ctarank(ir.IntegerType.get_signless(32))
     return arith.index_castui(ir.IndexType.get(), rank)
+
+
+_DYNAMIC_INDEX = -(1 << 31)
+"""llvm.getelementptr's marker of an index given as an operand."""
+
+
+def shared_pointer(buffer: ir.Value) -> ir.Value:
+    """A shared memref's first element as an !llvm.ptr<3>."""
+    base = memref.extract_aligned_pointer_as_index(buffer)
+    address = arith.index_castui(ir.IntegerType.get_signless(64), base)
+    return llvm.inttoptr(ir.Type.parse("!llvm.ptr<3>"), address)
+
+
+def cluster_address(pointer: ir.Value, rank: ir.Value, element: ir.Type | None = None,
+                    index: ir.Value | None = None) -> ir.Value:
+    """The address in the cluster's shared window (!llvm.ptr<7>, mapa.shared::cluster)
+    of a shared pointer of this CTA (element `index` past it) in the CTA of `rank`."""
+    i32 = ir.IntegerType.get_signless(32)
+    if index is not None:
+        assert element is not None
+        pointer = llvm.getelementptr(ir.Type.parse("!llvm.ptr<3>"), pointer,
+                                     [arith.index_cast(i32, index)], [_DYNAMIC_INDEX],
+                                     element, llvm.GEPNoWrapFlags.none)
+    return nvvm.mapa(ir.Type.parse("!llvm.ptr<7>"), pointer, arith.index_cast(i32, rank))
 
 
 def scope_thread_index(scope: str, block: Sequence[int] | None) -> ir.Value:
