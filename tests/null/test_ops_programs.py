@@ -110,7 +110,8 @@ def _reductions() -> dict[str, Stage]:
     """Rows whole and split (the partials' stages too), columns whole and split, static
     and dynamic strides, misaligned bases, a mean's scale."""
     planned = {
-        "rows": stages("sum", (64, 1 << 14, 1), "f32", "f32", acc="f32"),
+        "rows": stages("sum", (64, 4096, 1), "f32", "f32", acc="f32"),
+        "rows many waves": stages("sum", (8192, 8192, 1), "bf16", "bf16", acc="f32"),
         "rows split": stages("max", (4, 1 << 20, 1), "bf16", "bf16", acc="f32"),
         "rows strided offset": stages("sum", (8, 1000, 1), "f16", "f16", acc="f32",
                                       strides=("?8", "1"), offset=True),
@@ -177,10 +178,11 @@ GOLDEN: dict[str, tuple[int, ...]] = {  # per KINDS, in order
     _E + "fp8": (10, 12, 5, 6, 0, 0, 4),
     _E + "fused": (10, 12, 5, 6, 0, 0, 7),
     _E + "flat, i64": (10, 12, 5, 6, 0, 0, 4),
-    _R + "rows 0": (4, 4, 0, 1, 9, 2, 2),  # 16 warps a row: 5 + 4 shuffles
-    _R + "rows split 0": (4, 4, 0, 1, 9, 2, 2),
+    _R + "rows 0": (4, 4, 0, 1, 8, 2, 2),
+    _R + "rows many waves 0": (4, 4, 0, 1, 7, 2, 2),  # 4 warps a row: 5 + 2 shuffles
+    _R + "rows split 0": (4, 4, 0, 1, 8, 2, 2),
     _R + "rows split 1": (1, 1, 0, 1, 2, 2, 2),
-    _R + "rows strided offset 0": (0, 1, 0, 1, 9, 2, 4),  # 2 halves a thread: 1 round
+    _R + "rows strided offset 0": (0, 5, 0, 1, 8, 2, 4),
     _R + "columns 0": (4, 4, 1, 1, 0, 2, 2),
     _R + "columns split 0": (4, 4, 1, 1, 0, 2, 3),
     _R + "columns bf16 0": (4, 4, 2, 2, 0, 2, 2),  # f32 partials of 8 columns: 2 stores
@@ -245,13 +247,21 @@ def test_programs_are_kernel_programs() -> None:
                                      ReductionProgram(_reductions()["rows 0"]),
                                      RopeProgram(ROPE["neox"])]
     assert [p.name for p in programs] == ["kernel", "reduce_rows", "rope"]
-    assert [p.threads for p in programs] == [256, 512, 128]
+    assert [p.threads for p in programs] == [256, 256, 128]
     for program in programs:
         first, second = program.ir().splitlines()[:2]
         assert first.startswith("// tile_mlir.ops ") and second.startswith("module")
         assert program.request().startswith("tile_mlir.lang kernel tile_mlir.ops.programs.")
         copy = pickle.loads(pickle.dumps(program))  # to the compile pool of ops_torch
         assert copy.request() == program.request() and copy.ir() == program.ir()
+
+
+def test_rows_of_many_waves_take_cta_of_512_threads() -> None:
+    """A rows stage of many waves of CTAs runs CTAs of 512 threads of 4 rows (16 KiB of
+    bf16), a small one 256 threads (programs/reduction.py's measurements)."""
+    large, small = _reductions()["rows many waves 0"], _reductions()["rows 0"]
+    assert [ReductionProgram(s).threads for s in (large, small)] == [512, 256]
+    assert large.grid == (8192 // 4, 1, 1)
 
 
 def test_the_roles_name_the_library_s_arrays() -> None:

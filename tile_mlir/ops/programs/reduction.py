@@ -31,7 +31,12 @@ from tile_mlir.dtypes import DTYPES
 from tile_mlir.lang.spec import Specialization, TensorSpec
 from tile_mlir.ops.programs import lang
 
-ROW_BLOCK = 512  # threads per CTA of a rows stage
+ROW_BLOCK = 512  # threads per CTA of a rows stage of many waves of CTAs (row_threads)
+SMALL_ROW_BLOCK = 256  # ... of one of a few waves
+ROW_WAVES = 4
+"""Waves of TARGET_CTAS CTAs (at ROW_CTA_BYTES each) from which rows take ROW_BLOCK
+threads a CTA: at 2^20-2^22 elements (a wave or two) CTAs of 512 threads were 3-17%
+slower than the 256-thread geometry (bench/sizes.py's sums, H100)."""
 COLUMN_BLOCK = 256  # threads per CTA of a columns stage
 TARGET_CTAS = 4 * 132  # enough CTAs to fill an H100/H200 several times over
 CHUNK_BYTES = 1 << 16  # what one CTA of a split row or column block reads, about
@@ -108,18 +113,30 @@ def pow2_divisor_at_most(n: int, cap: int) -> int:
     return best
 
 
+def row_threads(stage: Stage) -> int:
+    """Threads per CTA of a rows stage: ROW_BLOCK where its rows make ROW_WAVES waves of
+    CTAs or more, else SMALL_ROW_BLOCK."""
+    nbytes = stage.a * stage.r * DTYPES[stage.src].bytes
+    return ROW_BLOCK if nbytes >= ROW_WAVES * TARGET_CTAS * ROW_CTA_BYTES else SMALL_ROW_BLOCK
+
+
 def rows_per_cta(stage: Stage) -> int:
-    """Rows of [A * chunks, R / chunks] a CTA takes, dividing the row count: about
-    ROW_CTA_BYTES of them, at least a row per 4 warps (groups of lanes share longer
-    rows), fewer while the grid would not fill the GPU."""
+    """Rows of [A * chunks, R / chunks] a CTA takes, dividing the row count, fewer while
+    the grid would not fill the GPU. CTAs of ROW_BLOCK threads take about ROW_CTA_BYTES,
+    at least a row per 4 warps (groups of lanes share longer rows), and may go down to one
+    row; smaller ones about CHUNK_BYTES, at least a row per group, down to a row per 8."""
+    threads = row_threads(stage)
     length = stage.r // stage.chunks
     lanes = min(32, 1 << max(length // stage.vec() - 1, 0).bit_length())
-    groups = ROW_BLOCK // lanes
+    groups = threads // lanes
     row_bytes = length * DTYPES[stage.src].bytes
-    want = max(groups // 4, ROW_CTA_BYTES // max(row_bytes, 1), 1)
+    if threads == ROW_BLOCK:
+        want, least = max(groups // 4, ROW_CTA_BYTES // max(row_bytes, 1), 1), 1
+    else:
+        want, least = max(groups, CHUNK_BYTES // max(row_bytes, 1)), max(1, groups // 8)
     rows = stage.a * stage.chunks
     per_cta = pow2_divisor_at_most(rows, min(want, 1024))
-    while per_cta > 1 and rows // per_cta < TARGET_CTAS:
+    while per_cta > least and rows // per_cta < TARGET_CTAS:
         per_cta //= 2
     return per_cta
 
@@ -258,7 +275,7 @@ def specialization(stage: Stage) -> Specialization:
                                           ("ROWS", stage.r // stage.chunks))
     constexprs = (("KIND", stage.kind), ("SCALE", stage.scale), *layout, ("GRID", stage.grid))
     return lang.specialization(kernel, (x, y), constexprs=constexprs,
-                               threads=ROW_BLOCK if stage.rows else COLUMN_BLOCK,
+                               threads=row_threads(stage) if stage.rows else COLUMN_BLOCK,
                                index_bits=64)
 
 
