@@ -31,7 +31,7 @@ from tile_mlir.ops.programs.elementwise import (
     Strategy,
 )
 from tile_mlir.ops.programs.lang import LangProgram
-from tile_mlir.ops.programs.reduction import ReductionProgram, Stage, stages
+from tile_mlir.ops.programs.reduction import ReductionProgram, Stage, column_width, stages
 from tile_mlir.ops.programs.rope import RopeProgram, RopeSignature
 
 
@@ -262,6 +262,17 @@ def test_rows_of_many_waves_take_cta_of_512_threads() -> None:
     large, small = _reductions()["rows many waves 0"], _reductions()["rows 0"]
     assert [ReductionProgram(s).threads for s in (large, small)] == [512, 256]
     assert large.grid == (8192 // 4, 1, 1)
+
+
+def test_column_blocks_are_about_128_columns() -> None:
+    """A columns stage's CTA takes the divisor of B nearest 128 columns (B itself when it
+    is narrower or has none nearer: an odd 131), wider where its rows are too few for the
+    threads down the columns."""
+    assert column_width(65536, 1024, 8) == 128
+    assert column_width(192, 4096, 8) == 96
+    assert column_width(131, 4096, 1) == 131
+    assert column_width(100, 4096, 4) == 100
+    assert column_width(1 << 26, 1, 8) == 2048  # one row: a vector a thread across
 
 
 def test_the_roles_name_the_library_s_arrays() -> None:

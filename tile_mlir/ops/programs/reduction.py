@@ -92,17 +92,22 @@ class Stage:
     def vec(self) -> int:
         """Elements a 16-byte load covers, if the reduced (rows) or kept (columns)
         innermost run is a multiple of it; else 1."""
-        width = ACCESS_BYTES // DTYPES[self.src].bytes
-        run = self.r // self.chunks if self.rows else self.b
-        while width > 1 and run % width:
-            width //= 2
-        return width
+        return vector_elements(self.r // self.chunks if self.rows else self.b,
+                               DTYPES[self.src].bytes)
 
     @property
     def grid(self) -> tuple[int, int, int]:
         if self.rows:
             return (self.a * self.chunks // rows_per_cta(self), 1, 1)
         return (self.a * (self.b // columns_per_cta(self)), self.chunks, 1)
+
+
+def vector_elements(run: int, nbytes: int) -> int:
+    """Elements of `nbytes` each a 16-byte load covers, halved until they divide `run`."""
+    width = ACCESS_BYTES // nbytes
+    while width > 1 and run % width:
+        width //= 2
+    return width
 
 
 def pow2_divisor_at_most(n: int, cap: int) -> int:
@@ -142,15 +147,15 @@ def rows_per_cta(stage: Stage) -> int:
 
 
 def column_width(b: int, r: int, vec: int) -> int:
-    """Columns of a batch a CTA takes, a divisor of B: COLUMN_WIDTH (or B when it is
-    narrower, or the largest multiple of a vector under it that divides B), widened while
-    the CTA's threads down the columns would outnumber the R rows."""
+    """Columns of a batch a CTA takes, a multiple of `vec` dividing B: B when it is at
+    most COLUMN_WIDTH, else the divisor nearest COLUMN_WIDTH (by ratio; a vector a thread
+    at most), widened while the CTA's threads down the columns would outnumber the R rows."""
     if b <= COLUMN_WIDTH:
         return b
-    width = next((d for d in range(COLUMN_WIDTH - COLUMN_WIDTH % vec, 0, -vec)
-                  if b % d == 0), 1)
-    while (r < COLUMN_BLOCK * vec // width and width * 2 <= COLUMN_BLOCK * vec
-           and b % (width * 2) == 0):
+    cap = COLUMN_BLOCK * vec
+    fits = [d for d in range(vec, min(b, cap) + 1, vec) if b % d == 0]
+    width = min(fits, key=lambda d: max(d, COLUMN_WIDTH) / min(d, COLUMN_WIDTH))
+    while r < cap // width and width * 2 <= cap and b % (width * 2) == 0:
         width *= 2
     return width
 
@@ -173,7 +178,7 @@ def _chunks_for_rows(a: int, r: int, nbytes: int) -> int:
 
 def _chunks_for_columns(a: int, r: int, b: int, nbytes: int) -> int:
     """How many pieces to cut the reduced rows into so that the grid fills the GPU."""
-    blocks = a * (b // column_width(b, r, max(1, ACCESS_BYTES // nbytes)))
+    blocks = a * (b // column_width(b, r, vector_elements(b, nbytes)))
     if blocks >= TARGET_CTAS or r * b * nbytes // blocks <= CHUNK_BYTES:
         return 1
     want = min(TARGET_CTAS // blocks, r * b * nbytes // (blocks * CHUNK_BYTES))
