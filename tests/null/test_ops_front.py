@@ -247,8 +247,9 @@ def test_the_shipped_choices_are_candidates_of_known_keys() -> None:
 
 
 def test_size_classes_and_defaults() -> None:
-    assert [strategy.size_class(n) for n in (1, 1 << 16, (1 << 20) - 1, 1 << 24, 1 << 30)] \
-        == ["<2^16", "2^16", "2^16", "2^24", "2^24"]
+    sizes = (1, (1 << 14) - 1, 1 << 14, 1 << 16, (1 << 20) - 1, (1 << 24) - 1, 1 << 24, 1 << 30)
+    assert [strategy.size_class(n) for n in sizes] \
+        == ["<2^14", "<2^14", "2^14", "2^16", "2^19", "2^23", "2^24", "2^24"]
     assert strategy.default(1 << 28) == Strategy(256, 16, 4, 4)  # staged
     assert strategy.default(1 << 20) == Strategy(256, 16, 2, 2)
     assert strategy.default((1 << 24) - 1) == Strategy(256, 16, 2, 2)  # 4 rounds: slower

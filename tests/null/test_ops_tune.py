@@ -4,7 +4,7 @@ which the library reads when the user has tuned nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,11 @@ def tuner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]
     monkeypatch.setattr(driver, "device_chip", lambda device=0: "sm_90")
     monkeypatch.setattr(driver, "device_name", lambda device=0: "NVIDIA H100 80GB HBM3")
 
-    def seconds(op: str, dtype: str, numel: int, choice: Strategy, replays: int = 20) -> float:
-        return 5e-6 if choice == FAST else 10e-6
+    def seconds(op: str, dtype: str, numel: int, candidates: Sequence[Strategy],
+                log: Callable[[str], None], *, reps: int = 100) -> dict[Strategy, float]:
+        return {c: 5e-6 if c == FAST else 10e-6 for c in candidates}
 
-    monkeypatch.setattr(tune, "time_candidate", seconds)
+    monkeypatch.setattr(tune, "time_candidates", seconds)
     strategy._choices.cache_clear()
     log: list[str] = []
     yield log
@@ -63,9 +64,19 @@ def test_shipped_defaults_are_read_under_the_users_choices(tuner: list[str]) -> 
 
 
 def test_no_candidate_ran(tuner: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    def fails(*_: Any, **__: Any) -> float:
-        raise RuntimeError("launch failed")
+    def none_planned(*_: Any, **__: Any) -> dict[Strategy, float]:
+        return {}  # time_candidates logs each candidate that failed and leaves it out
 
-    monkeypatch.setattr(tune, "time_candidate", fails)
+    monkeypatch.setattr(tune, "time_candidates", none_planned)
     with pytest.raises(RuntimeError, match="no candidate ran for add f32"):
         tune.run([("add", "f32", 1 << 16)], tuner.append)
+
+
+def test_the_default_stays_unless_a_candidate_beats_it_by_the_margin() -> None:
+    default = strategy.default(1 << 18)
+    other = Strategy(threads=512, vector_bytes=16, rounds=1, stage=1)
+    near = {default: 5.00e-6, other: 5.00e-6 / (1 + tune.MARGIN / 2)}
+    assert tune.pick(near, default) == default
+    far = {default: 5.00e-6, other: 5.00e-6 / (1 + 2 * tune.MARGIN)}
+    assert tune.pick(far, default) == other
+    assert tune.pick({other: 1e-6}, default) == other  # the default did not run

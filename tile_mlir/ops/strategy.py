@@ -20,8 +20,9 @@ cache's directory, which `choose` reads first; then the choices shipped with the
 package for the chip (ops/tuned/<chip>.json, written by `python -m
 tile_mlir.ops.tune --ship` on the project's machines); then the default. sm_90.json
 ships an H100's choices for the unary_math, binary_arith and activation families in
-f32, bf16 and f16 at every size class (its meta says how they were made and checked);
-an H200 shares the chip name and so the file.
+f32, bf16 and f16 at every size class (its meta says how the last of them were made:
+the classes below 2^24 by the benchmarks' timing; the 2^24 class is from an earlier
+run that timed CUDA-graph replays); an H200 shares the chip name and so the file.
 """
 
 from __future__ import annotations
@@ -41,9 +42,13 @@ STRATEGIES: dict[str, Strategy] = {
     "staged": Strategy(threads=256, vector_bytes=16, rounds=4, stage=4),
 }
 
-SIZE_CLASSES = ((16, "<2^16"), (20, "2^16"), (24, "2^20"), (999, "2^24"))
+SIZE_CLASSES = ((14, "<2^14"), *((bits + 1, f"2^{bits}") for bits in range(14, 24)),
+                (999, "2^24"))
 """(log2 bound, name): a size class holds the sizes below its bound and at or above the
-previous one; each is named after its smallest size."""
+previous one; each is named after its smallest size. Every power of two from 2^14 to
+2^23 is a class of its own: there a kernel is a few waves or less, and the best
+geometry moves from one power to the next (wave quantization on 132 SMs, latency
+against bytes in flight); from 2^24 a call is many waves and one choice holds."""
 
 
 listeners: list[Callable[[], None]] = []
@@ -80,9 +85,13 @@ SHIPPED = Path(__file__).resolve().parent / "tuned"
 
 
 def _read(path: Path) -> dict[str, Strategy]:
+    """The choices of a tuning file, but those of a size class that no longer is one (a
+    file written before the classes changed)."""
+    classes = {name for _, name in SIZE_CLASSES}
     try:
         data = json.loads(path.read_text())
-        return {k: Strategy(**v) for k, v in data.get("choices", {}).items()}
+        return {k: Strategy(**v) for k, v in data.get("choices", {}).items()
+                if k.rsplit("/", 1)[-1] in classes}
     except (OSError, ValueError, TypeError):
         return {}
 

@@ -1,0 +1,63 @@
+"""gpu tier: the autotuner's candidates on the GPU (tune.py). Each candidate's call must
+run the op under that candidate's own plan (the plan cache swapped before the call, so
+the fast path a user's call takes) and give the op's result; a candidate that cannot
+run is logged and left out; the timings are the benchmarks' (timing.DeviceTimer) and
+the choice is their fastest. Odd sizes included (a tail past the last full vector).
+
+    source .stage/mlir/env.sh && python3 -m pytest -m gpu tests/gpu/test_ops_tune.py
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tile_mlir.ops import entry, strategy, tune
+from tile_mlir.ops.programs.elementwise import Strategy
+
+pytestmark = pytest.mark.gpu
+
+torch = pytest.importorskip("torch")
+
+CHOICES = [Strategy(256, 1, 1, 1), Strategy(128, 16, 1, 1), Strategy(512, 16, 2, 2),
+           Strategy(256, 16, 8, 8)]
+BROKEN = Strategy(4096, 16, 1, 1)  # more threads than a CTA may have
+
+
+def _reference(op: str, args: list[Any]) -> np.ndarray:
+    host = [np.asarray(a.float().cpu(), np.float64) for a in args]
+    return host[0] + host[1] if op == "add" else np.exp(host[0])
+
+
+@pytest.mark.parametrize(("op", "dtype", "numel"), [("add", "f32", (1 << 16) + 3),
+                                                    ("exp", "bf16", 5 * 4099),
+                                                    ("add", "bf16", 1 << 18)])
+def test_every_candidate_runs_its_own_plan(op: str, dtype: str, numel: int) -> None:
+    log: list[str] = []
+    args, calls = tune.candidate_calls(op, dtype, numel, [*CHOICES, BROKEN], log.append)
+    assert list(calls) == CHOICES
+    assert len(log) == 1 and "4096x1" in log[0] and "failed" in log[0]
+    assert not strategy._forced  # nothing left forced
+    expected = _reference(op, args)
+    tolerance = (2.0 ** -23 if dtype == "f32" else 2.0 ** -8) * (1 + 2.0 ** -10)  # half an ulp
+    launchers = set()
+    for call in calls.values():
+        entry.PLANS.clear()
+        out = call()
+        assert len(entry.PLANS) == 1  # the fast path found the candidate's plan
+        launchers.add(next(iter(entry.PLANS.values())))
+        got = np.asarray(out.float().cpu(), np.float64)
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=tolerance, atol=0)
+    assert len(launchers) == len(CHOICES)  # a plan of its own per candidate
+    entry.PLANS.clear()
+
+
+def test_every_candidate_is_timed_and_nothing_is_left_behind() -> None:
+    log: list[str] = []
+    timings = tune.time_candidates("add", "f32", 1 << 20, CHOICES, log.append)
+    assert set(timings) == set(CHOICES) and not log
+    assert all(1e-7 < t < 1e-3 for t in timings.values())
+    assert not entry.PLANS and not strategy._forced
