@@ -132,6 +132,11 @@ def test_empty_reductions_follow_torch() -> None:
     with pytest.raises(ValueError, match="amax: argument 'input' of shape \\(3, 0\\)"):
         reductions.amax(empty, dim=1)
     assert reductions.sum(empty, dim=0).shape == (0,)
+    # reduced dims that are not empty, no result to write: an empty result, amax too
+    assert reductions.amax(empty, dim=0).shape == (0,)
+    assert reductions.amin(np.zeros((11, 4, 0, 5), np.float32), dim=1).shape == (11, 0, 5)
+    with pytest.raises(ValueError, match="amin: argument 'input' of shape \\(2, 0, 3\\)"):
+        reductions.amin(np.zeros((2, 0, 3), np.float32), dim=1, keepdim=True)
 
 
 # ------------------------------------------------------------ on the pretend device

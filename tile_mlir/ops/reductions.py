@@ -187,19 +187,21 @@ def _spans_meet(a: Array, b: Array) -> bool:
 
 
 def _empty(b: Builder, name: str, x: Array, shape: tuple[int, ...], *, result: str,
-           out: Array | None) -> str:
-    """Nothing to reduce: the identity everywhere (NaN for a mean)."""
-    if name in ("amax", "amin"):
+           out: Array | None, count: int) -> str:
+    """Nothing to reduce (`count`, the elements reduced into each result, is 0) or no
+    result to write (an empty shape: then count may be > 0, and amax/amin are fine too,
+    as torch's): the identity everywhere (NaN for a mean)."""
+    if name in ("amax", "amin") and count == 0:
         raise ValueError(f"{name}: argument 'input' of shape {x.shape} has no elements along "
                          "the reduced dims ('dim'), and amax/amin have no identity")
+    if not math.prod(shape):
+        return b.object_of(out if out is not None else b.output(shape, result))
     value = IDENTITY[name]
     if out is None and b.fills:
         return b.object_of(b.filled(shape, result, value))
     fill = Scalar("fill", value, "f32", 2, repr(value) if not math.isnan(value)
                   else "float('nan')")
     target = out if out is not None else b.output(shape, result)
-    if not target.numel:
-        return b.object_of(target)
     return b.object_of(apply(b, "fill", [In(fill, promotes=False)], target, result=result,
                              shape=shape, what=name))
 
@@ -224,7 +226,7 @@ def reduce(b: Builder, name: str, input: Any, dim: Any, *, keepdim: bool,  # noq
         tuple(s for i, s in enumerate(x.shape) if i not in dims)
     count = math.prod(x.shape[d] for d in dims)
     if count == 0 or not math.prod(shape):
-        return _empty(b, name, x, shape, result=result, out=out)
+        return _empty(b, name, x, shape, result=result, out=out, count=count)
     final, copy_to = _final(b, out, shape, result=result, x=x, name=name)
     if count == 1:  # nothing reduced: the values themselves (a mean divides by one)
         kept = x.view(shape, _kept_strides(x, dims, keepdim))
