@@ -1,8 +1,8 @@
 """gpu tier: the autotuner's candidates on the GPU (tune.py). Each candidate's call must
 run the op under that candidate's own plan (the plan cache swapped before the call, so
 the fast path a user's call takes) and give the op's result; a candidate that cannot
-run is logged and left out; the timings are the benchmarks' (timing.DeviceTimer) and
-the choice is their fastest. Odd sizes included (a tail past the last full vector).
+run is logged and left out; every candidate that ran is timed (timing.DeviceTimer) and
+nothing is left forced or planned. Odd sizes included (a tail past the last full vector).
 
     source .stage/mlir/env.sh && python3 -m pytest -m gpu tests/gpu/test_ops_tune.py
 """
