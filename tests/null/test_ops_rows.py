@@ -28,9 +28,9 @@ from tile_mlir.ops import rows
 
 PLANS = [
     # (M, N, dtype, largest cluster) -> strategy, threads per row, rows a CTA, CTAs a row
-    ((4096, 1024, "bf16", 16), ("warp", 32, 8, 1)),
-    ((32768, 1024, "f32", 16), ("warp", 32, 8, 1)),
-    ((131072, 256, "f32", 16), ("warp", 8, 32, 1)),
+    ((4096, 1024, "bf16", 16), ("warp", 32, 4, 1)),
+    ((32768, 1024, "f32", 16), ("warp", 32, 4, 1)),
+    ((131072, 256, "f32", 16), ("warp", 8, 16, 1)),
     ((8, 7, "f32", 16), ("warp", 1, 64, 1)),  # an odd row: scalar accesses, a row a thread
     ((4, 1, "bf16", 16), ("warp", 1, 64, 1)),
     ((16384, 2048, "bf16", 16), ("cta", 64, 1, 1)),
