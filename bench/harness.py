@@ -112,6 +112,7 @@ class Benchmark:
     primary: str = "tile-mlir"  # the system whose ratio to the best peer is reported
     notes: tuple[str, ...] = ()
     extra_plot: Callable[[Benchmark, list[CaseResult], Path, str], None] | None = None
+    reps: int = MIN_REPS  # --reps's default: more where a case takes a few microseconds
 
     def peers(self) -> list[System]:
         return [s for s in self.systems if s.peer]
@@ -553,8 +554,9 @@ def parser(bench: Benchmark) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a short subset of the cases")
     p.add_argument("--cases", metavar="REGEX", help="only cases whose name matches (re.search)")
     p.add_argument("--list", action="store_true", help="print the case names and stop")
-    p.add_argument("--reps", type=int, default=MIN_REPS,
-                   help=f"repetitions per system and case (at least {MIN_REPS})")
+    p.add_argument("--reps", type=int, default=bench.reps,
+                   help=f"repetitions per system and case (at least {MIN_REPS}; "
+                        f"default {bench.reps})")
     p.add_argument("--dry-run", action="store_true",
                    help="no GPU: the whole pipeline on fake timings, no plot")
     p.add_argument("--results", type=Path, help="the folder for the files (default "
