@@ -4,14 +4,14 @@ For each key it times every candidate strategy (threads per CTA, vector width,
 rounds per thread, staged or not, and seed 004's direct one) on an op of the
 family at a size of the class, the way the benchmarks time every system
 (timing.DeviceTimer: the candidates interleaved repetition by repetition, the L2
-flushed before each, the median of at least 100), keeps the fastest, and merges the
-choices into `ops-tuning-<chip>.json` in the kernel cache's directory, where
-strategy.choose finds them in every later process. It needs torch (for the
-tensors and events). A size class is a power of two below 2^24 (strategy.SIZE_CLASSES),
-so `--sizes` names one size per class to tune.
+flushed before each, the median of at least 100), keeps the fastest (the default where
+it is within MARGIN of it), and merges the choices into `ops-tuning-<chip>.json` in
+the kernel cache's directory, where strategy.choose finds them in every later
+process. It needs torch (for the tensors and events). A size class is a power of two
+below 2^24 (strategy.SIZE_CLASSES), so `--sizes` names one size per class to tune.
 
     python -m tile_mlir.ops.tune                      # one op per family, every dtype
-    python -m tile_mlir.ops.tune --ops add --dtypes bf16 --sizes 24,28
+    python -m tile_mlir.ops.tune --ops add --dtypes bf16 --sizes 16,18,26
 """
 
 from __future__ import annotations
