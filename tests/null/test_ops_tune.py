@@ -4,6 +4,7 @@ which the library reads when the user has tuned nothing."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -80,3 +81,12 @@ def test_the_default_stays_unless_a_candidate_beats_it_by_the_margin() -> None:
     far = {default: 5.00e-6, other: 5.00e-6 / (1 + 2 * tune.MARGIN)}
     assert tune.pick(far, default) == other
     assert tune.pick({other: 1e-6}, default) == other  # the default did not run
+
+
+def test_a_file_lists_the_runs_that_made_it(tuner: list[str]) -> None:
+    tune.run([("add", "f32", 1 << 18)], tuner.append, ship=True, command="tune first")
+    tune.run([("exp", "f32", 1 << 18), ("exp", "f32", 1 << 20)], tuner.append, ship=True,
+             command="tune second")
+    meta = json.loads((strategy.SHIPPED / "sm_90.json").read_text())["meta"]
+    assert meta["command"] == "tune second"  # saved key by key: listed once
+    assert [run["command"] for run in meta["earlier"]] == ["tune first"]

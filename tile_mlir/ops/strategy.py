@@ -20,9 +20,10 @@ cache's directory, which `choose` reads first; then the choices shipped with the
 package for the chip (ops/tuned/<chip>.json, written by `python -m
 tile_mlir.ops.tune --ship` on the project's machines); then the default. sm_90.json
 ships an H100's choices for the unary_math, binary_arith and activation families in
-f32, bf16 and f16 at every size class (its meta says how the last of them were made:
-the classes below 2^24 by the benchmarks' timing; the 2^24 class is from an earlier
-run that timed CUDA-graph replays); an H200 shares the chip name and so the file.
+f32, bf16 and f16 at every size class, and for fp8 the binary_arith, comparison and
+logical families from 2^24 (its meta lists the runs that made it: the classes below 2^24
+and fp8's by the benchmarks' timing, the 2^24 class of the others by an earlier run that
+timed CUDA-graph replays); an H200 shares the chip name and so the file.
 """
 
 from __future__ import annotations
@@ -124,14 +125,29 @@ def choose(family: str, dtype: str, numel: int, chip: str | None) -> Strategy:
     return default(numel)
 
 
+def _earlier(path: Path, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs a file records before `meta`'s: its "earlier" list, then its own run
+    (unless that is `meta`'s command again: a run saves key by key)."""
+    try:
+        old = json.loads(path.read_text()).get("meta", {})
+    except (OSError, ValueError):
+        return []
+    runs = [r for r in old.get("earlier", []) if isinstance(r, dict)]
+    if old.get("command") and old.get("command") != meta.get("command"):
+        runs.append({k: old[k] for k in ("command", "date", "device") if k in old})
+    return runs
+
+
 def save(chip: str, choices: dict[str, Strategy], meta: dict[str, Any],
          shipped: bool = False) -> Path:
     """Write (merge into) the user's tuning file, or with `shipped` the package's file for
-    the chip, atomically; returns its path."""
+    the chip, atomically; returns its path. `meta` (device, command, date) becomes the
+    file's; the earlier runs' commands and dates stay listed under "earlier"."""
     path = SHIPPED / f"{chip}.json" if shipped else tuning_file(chip)
     path.parent.mkdir(parents=True, exist_ok=True)
     merged = {k: asdict(v) for k, v in _read(path).items()}
     merged.update({k: asdict(v) for k, v in choices.items()})
+    meta = {**meta, "earlier": _earlier(path, meta)}
     temporary = path.with_suffix(f".tmp{id(choices)}")
     temporary.write_text(json.dumps({"meta": meta, "choices": merged}, indent=1,
                                     sort_keys=True))
