@@ -257,6 +257,24 @@ def test_size_classes_and_defaults() -> None:
     assert strategy.default(1 << 16) == Strategy(128, 16, 1, 1)  # 128 CTAs of f32
 
 
+def test_a_call_is_tuned_under_its_inputs_dtype() -> None:
+    """The key the autotuner times an op under (family, the inputs' dtype): a comparison
+    of fp8 tensors is an fp8 key, not its bool result's; mixed inputs, the promoted one."""
+    import ml_dtypes
+
+    from tile_mlir.ops import args
+    from tile_mlir.ops.elementwise import In, resolve
+
+    f8 = args.describe(np.zeros(4, ml_dtypes.float8_e4m3fn), "input")
+    f32 = args.describe(np.zeros(4, np.float32), "other")
+    flags = args.describe(np.zeros(4, bool), "condition")
+    assert f8 is not None and f32 is not None and flags is not None
+    lt = resolve("lt", [In(f8), In(f8)])
+    assert (lt.result, lt.tuned_dtype) == ("bool", "f8e4m3")
+    assert resolve("add", [In(f8), In(f32)]).tuned_dtype == "f32"
+    assert resolve("where", [In(flags), In(f8), In(f8)]).tuned_dtype == "f8e4m3"
+
+
 def test_float64_is_refused_by_every_path() -> None:
     """Whatever form a call takes (a division by a number multiplies, pow by a number),
     float64 is refused with a TypeError before any kernel is made."""

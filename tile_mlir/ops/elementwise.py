@@ -170,6 +170,13 @@ class Call:
         yet: the defaults)."""
         return fusion.FUSED if self.expr else self.row.family
 
+    @property
+    def tuned_dtype(self) -> str:
+        """The dtype of its key among the tuned strategies: the inputs' common dtype, as
+        the autotuner times an op (lt of fp8 tensors: fp8, not its bool result), else the
+        result's (the generators have no inputs)."""
+        return self.common or self.result
+
     def scalar_dtype(self, n: int) -> str:
         """The type the scalar input n is passed in: the compute type, or its own where
         the row keeps it (the generators' i64 and f64 numbers)."""
@@ -314,7 +321,7 @@ def _launch(b: Builder, call: Call, out: Array, *, inplace: bool) -> None:
     strides = [out.strides] + [coalesce.expand_strides(a.shape, a.strides, call.shape)
                                for a in arrays[1:]]
     view = coalesce.coalesce(call.shape, strides)
-    choice = strategy.choose(call.family, call.result, view.numel, kernels.chip(b.device))
+    choice = strategy.choose(call.family, call.tuned_dtype, view.numel, kernels.chip(b.device))
     sig = signature(call, view, arrays, choice=choice, inplace=inplace)
     program = ElementwiseProgram(sig)
     b.launch(program, (coalesce.grid(view, sig.mode, sig.piece()), 1, 1),
