@@ -90,3 +90,17 @@ def test_a_file_lists_the_runs_that_made_it(tuner: list[str]) -> None:
     meta = json.loads((strategy.SHIPPED / "sm_90.json").read_text())["meta"]
     assert meta["command"] == "tune second"  # saved key by key: listed once
     assert [run["command"] for run in meta["earlier"]] == ["tune first"]
+
+
+def test_a_file_that_is_not_a_tuning_file_is_read_as_none(tuner: list[str]) -> None:
+    path = strategy.tuning_file("sm_90")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for text in ("[1, 2]", "{\"choices\": [1], \"meta\": 3}", "not json"):
+        path.write_text(text)
+        strategy._choices.cache_clear()
+        assert strategy.choose("binary_arith", "f32", 1 << 16, "sm_90") == \
+            strategy._read(strategy.SHIPPED / "sm_90.json").get(
+                "binary_arith/f32/2^16", strategy.default(1 << 16))
+        tune.run([("add", "f32", 1 << 16)], tuner.append)  # and a run writes it anew
+        assert strategy.choose("binary_arith", "f32", 1 << 16, "sm_90") == FAST
+        path.write_text(text)

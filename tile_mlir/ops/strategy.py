@@ -93,7 +93,7 @@ def _read(path: Path) -> dict[str, Strategy]:
         data = json.loads(path.read_text())
         return {k: Strategy(**v) for k, v in data.get("choices", {}).items()
                 if k.rsplit("/", 1)[-1] in classes}
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, AttributeError):  # none, or not a tuning file
         return {}
 
 
@@ -130,9 +130,9 @@ def _earlier(path: Path, meta: dict[str, Any]) -> list[dict[str, Any]]:
     (unless that is `meta`'s command again: a run saves key by key)."""
     try:
         old = json.loads(path.read_text()).get("meta", {})
-    except (OSError, ValueError):
+        runs = [r for r in old.get("earlier", []) if isinstance(r, dict)]
+    except (OSError, ValueError, TypeError, AttributeError):  # none, or not a tuning file
         return []
-    runs = [r for r in old.get("earlier", []) if isinstance(r, dict)]
     if old.get("command") and old.get("command") != meta.get("command"):
         runs.append({k: old[k] for k in ("command", "date", "device") if k in old})
     return runs
