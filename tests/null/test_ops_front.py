@@ -224,8 +224,9 @@ def test_tuned_choices_are_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_the_shipped_choices_are_candidates_of_known_keys() -> None:
-    """Each file under ops/tuned names real (family, dtype, size class) keys, each with a
-    strategy the autotuner tries, and says where it came from."""
+    """Each file under ops/tuned names real (family, dtype, size class) keys, or (op, dtype,
+    size class) keys of an op of the registry, each with a strategy the autotuner tries,
+    and says where it came from."""
     import json
 
     from tile_mlir.dtypes import DTYPES
@@ -242,7 +243,12 @@ def test_the_shipped_choices_are_candidates_of_known_keys() -> None:
         assert choices and len(choices) == len(data["choices"]), path
         for key, choice in choices.items():
             family, dtype, size = key.split("/")
-            assert family in families and dtype in DTYPES and size in classes, key
+            if family.startswith(strategy.OP_PREFIX):
+                row = op_table.ELEMENTWISE[family.removeprefix(strategy.OP_PREFIX)]
+                assert dtype in row.dtypes, key
+            else:
+                assert family in families, key
+            assert dtype in DTYPES and size in classes, key
             assert choice in tune.CANDIDATES, (key, choice)
 
 

@@ -4,6 +4,7 @@ which the library reads when the user has tuned nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tile_mlir import op_table
 from tile_mlir.ops import strategy, tune
 from tile_mlir.ops.programs.elementwise import Strategy
 from tile_mlir.runtime import driver
@@ -104,3 +106,72 @@ def test_a_file_that_is_not_a_tuning_file_is_read_as_none(tuner: list[str]) -> N
         tune.run([("add", "f32", 1 << 16)], tuner.append)  # and a run writes it anew
         assert strategy.choose("binary_arith", "f32", 1 << 16, "sm_90") == FAST
         path.write_text(text)
+
+
+# ---------------------------------------------------------------- an op's own choice
+
+
+def test_an_ops_own_choice_is_read_before_its_familys(tuner: list[str]) -> None:
+    family, own = Strategy(128, 16, 2, 2), Strategy(128, 16, 4, 4)
+    strategy.save("sm_90", {strategy.key("activation", "bf16", 1 << 24): family,
+                            strategy.op_key("softplus", "bf16", 1 << 24): own},
+                  {"device": "test"})
+    assert strategy.op_key("softplus", "bf16", 1 << 26) == "op:softplus/bf16/2^24"
+    assert strategy.choose("activation", "bf16", 1 << 24, "sm_90", "softplus") == own
+    assert strategy.choose("activation", "bf16", 1 << 24, "sm_90", "silu") == family
+    assert strategy.choose("activation", "bf16", 1 << 24, "sm_90") == family
+    assert strategy.choose("activation", "f16", 1 << 24, "sm_90", "softplus") == \
+        strategy.default(1 << 24)  # another dtype: neither key
+
+
+def test_per_op_tuning_keys_each_op_against_its_familys_choice(tuner: list[str]) -> None:
+    family = Strategy(128, 16, 2, 2)
+    strategy.save("sm_90", {strategy.key("activation", "bf16", 1 << 24): family},
+                  {"device": "test"})
+    outcomes = tune.run([("softplus", "bf16", 1 << 24), ("mish", "bf16", 1 << 24)],
+                        tuner.append, per_op=True)
+    assert [o.key for o in outcomes] == ["op:softplus/bf16/2^24", "op:mish/bf16/2^24"]
+    assert all(o.before == family for o in outcomes)  # what the op ran before: the family's
+    assert strategy.choose("activation", "bf16", 1 << 24, "sm_90", "softplus") == FAST
+    assert strategy.choose("activation", "bf16", 1 << 24, "sm_90", "silu") == family
+
+
+def test_an_ops_key_that_says_what_its_family_does_is_dropped(
+        tuner: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    strategy.save("sm_90", {strategy.op_key("elu", "f16", 1 << 24): FAST,
+                            strategy.key("activation", "f16", 1 << 24): FAST},
+                  {"device": "test"})
+    tune.run([("elu", "f16", 1 << 24)], tuner.append, per_op=True)
+    saved = json.loads(strategy.tuning_file("sm_90").read_text())["choices"]
+    assert "op:elu/f16/2^24" not in saved and "activation/f16/2^24" in saved
+    assert strategy.choose("activation", "f16", 1 << 24, "sm_90", "elu") == FAST
+
+
+def test_the_margin_is_narrow_where_calls_are_long() -> None:
+    """Below LARGE the default stays within 2%; from LARGE within half a percent."""
+    default = strategy.default(1 << 24)
+    other = Strategy(threads=256, vector_bytes=16, rounds=1, stage=1)
+    one_percent = {default: 50.0e-6, other: 50.0e-6 / 1.01}
+    assert tune.pick(one_percent, default, 1 << 24) == other
+    assert tune.pick(one_percent, default, 1 << 18) == default
+    assert tune.margin(tune.LARGE) < tune.margin(tune.LARGE - 1)
+
+
+def test_the_tuner_passes_tensors_for_all_but_scalar_only_inputs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert tune.tensor_inputs("add") == 2
+    assert tune.tensor_inputs("where") == 3
+    assert tune.tensor_inputs("softplus") == 1  # beta and threshold take their defaults
+    assert tune.tensor_inputs("leaky_relu") == 1
+    odd = dataclasses.replace(op_table.ELEMENTWISE["add"], scalar_only=(0,))
+    monkeypatch.setitem(op_table.ELEMENTWISE, "add", odd)
+    with pytest.raises(ValueError, match="scalar-only inputs"):
+        tune.tensor_inputs("add")  # a scalar before a tensor: not passed by position
+
+
+def test_a_line_says_when_the_margin_kept_a_slower_choice() -> None:
+    default, other = strategy.default(1 << 24), Strategy(512, 16, 1, 1)
+    line = tune.Outcome("logical/f32/2^24", default, 51.4e-6, default, 51.4e-6,
+                        (other, 51.3e-6)).line()
+    assert line == ("logical/f32/2^24: staged 256x4 of 16 B 51.4 us (unchanged; vector "
+                    "512x1 of 16 B 51.3 us is within the margin)")

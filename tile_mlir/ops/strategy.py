@@ -14,22 +14,24 @@ tuning: staged 16-byte vectors, 256 threads and 4 rounds from 2^24 elements,
 over the SMs). At 2^22 elements 4 rounds were 2-12% slower than 2 on an H100 (add,
 exp and silu, bf16 and f32: bench/sizes.py's cases), so 2 rounds reach to 2^24.
 
-The autotuner (tune.py) measures candidates per (op family, dtype, size class)
-on the GPU and writes its choices to `ops-tuning-<chip>.json` in the kernel
-cache's directory, which `choose` reads first; then the choices shipped with the
-package for the chip (ops/tuned/<chip>.json, written by `python -m
-tile_mlir.ops.tune --ship` on the project's machines); then the default. sm_90.json
-ships an H100's choices for the unary_math, binary_arith and activation families in
-f32, bf16 and f16 at every size class, and for fp8 the binary_arith, comparison and
-logical families from 2^24 (its meta lists the runs that made it: the classes below 2^24
-and fp8's by the benchmarks' timing, the 2^24 class of the others by an earlier run that
-timed CUDA-graph replays); an H200 shares the chip name and so the file.
+The autotuner (tune.py) measures candidates per (op family, dtype, size class), or per
+(op, dtype, size class) for an op tuned on its own (`op_key`, read first), on the GPU
+and writes its choices to `ops-tuning-<chip>.json` in the kernel cache's directory,
+which `choose` reads first; then the choices shipped with the package for the chip
+(ops/tuned/<chip>.json, written by `python -m tile_mlir.ops.tune --ship` on the
+project's machines); then the default. sm_90.json ships an H100's choices for the
+unary_math, binary_arith and activation families in f32, bf16 and f16 at every size
+class; from 2^24 for those and the comparison, logical and special families in f32,
+bf16, f16 and i32 (and the bitwise family's i32), for fp8's binary_arith, comparison and
+logical families, and for the ops whose cost is not their family's (softplus, elu, selu
+and gelu in bf16 and f16, isnan); its meta lists the runs that made it, each timed as
+the benchmarks time; an H200 shares the chip name and so the file.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from functools import cache
 from pathlib import Path
@@ -78,7 +80,18 @@ def tuning_file(chip: str) -> Path:
 
 
 def key(family: str, dtype: str, numel: int) -> str:
+    """The key of a family's choice: `binary_arith/bf16/2^20`."""
     return f"{family}/{dtype}/{size_class(numel)}"
+
+
+OP_PREFIX = "op:"
+
+
+def op_key(op: str, dtype: str, numel: int) -> str:
+    """The key of one op's own choice (`op:softplus/bf16/2^24`), read before its family's:
+    for an op whose cost is not its family's (softplus's exp and log1p against silu's one
+    exp: a compute-bound op wants more loads in flight a thread)."""
+    return f"{OP_PREFIX}{op}/{dtype}/{size_class(numel)}"
 
 
 SHIPPED = Path(__file__).resolve().parent / "tuned"
@@ -113,13 +126,16 @@ def force(choice: Strategy | None) -> None:
         listener()
 
 
-def choose(family: str, dtype: str, numel: int, chip: str | None) -> Strategy:
-    """The forced strategy, else the tuned one for the op's family, dtype and size, else
-    the default."""
+def choose(family: str, dtype: str, numel: int, chip: str | None, op: str | None = None
+           ) -> Strategy:
+    """The forced strategy, else the tuned one for the op itself (`op_key`), else for its
+    family, dtype and size, else the default."""
     if _forced:
         return _forced[0]
     if chip is not None:
-        tuned = _choices(chip).get(key(family, dtype, numel))
+        choices = _choices(chip)
+        tuned = choices.get(op_key(op, dtype, numel)) if op is not None else None
+        tuned = tuned or choices.get(key(family, dtype, numel))
         if tuned is not None:
             return tuned
     return default(numel)
@@ -139,13 +155,14 @@ def _earlier(path: Path, meta: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def save(chip: str, choices: dict[str, Strategy], meta: dict[str, Any],
-         shipped: bool = False) -> Path:
+         shipped: bool = False, dropped: Sequence[str] = ()) -> Path:
     """Write (merge into) the user's tuning file, or with `shipped` the package's file for
-    the chip, atomically; returns its path. `meta` (device, command, date) becomes the
-    file's; the earlier runs' commands and dates stay listed under "earlier"."""
+    the chip, atomically, the keys `dropped` left out; returns its path. `meta` (device,
+    command, date) becomes the file's; the earlier runs' commands and dates stay listed
+    under "earlier"."""
     path = SHIPPED / f"{chip}.json" if shipped else tuning_file(chip)
     path.parent.mkdir(parents=True, exist_ok=True)
-    merged = {k: asdict(v) for k, v in _read(path).items()}
+    merged = {k: asdict(v) for k, v in _read(path).items() if k not in dropped}
     merged.update({k: asdict(v) for k, v in choices.items()})
     meta = {**meta, "earlier": _earlier(path, meta)}
     temporary = path.with_suffix(f".tmp{id(choices)}")

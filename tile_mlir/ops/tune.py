@@ -1,17 +1,19 @@
 """The autotuner: per (op family, dtype, size class), the fastest strategy on this GPU.
 
-For each key it times every candidate strategy (threads per CTA, vector width,
-rounds per thread, staged or not, and seed 004's direct one) on an op of the
-family at a size of the class, the way the benchmarks time every system
-(timing.DeviceTimer: the candidates interleaved repetition by repetition, the L2
-flushed before each, the median of at least 100), keeps the fastest (the default where
-it is within MARGIN of it), and merges the choices into `ops-tuning-<chip>.json` in
-the kernel cache's directory, where strategy.choose finds them in every later
-process. It needs torch (for the tensors and events). A size class is a power of two
-below 2^24 (strategy.SIZE_CLASSES), so `--sizes` names one size per class to tune.
+For each key (or, with `--per-op`, each op's own: an op whose cost is not its family's)
+it times every candidate strategy (threads per CTA, vector width, rounds per thread,
+staged or not, and seed 004's direct one) on an op of the family at a size of the class,
+the way the benchmarks time every system (timing.DeviceTimer: the candidates interleaved
+repetition by repetition, the L2 flushed before each, the median of at least 100), keeps
+the fastest (the default, or for an op's own key its family's choice, where that is
+within `margin` of it), and merges the choices into `ops-tuning-<chip>.json` in the
+kernel cache's directory, where strategy.choose finds them in every later process. It
+needs torch (for the tensors and events). A size class is a power of two below 2^24
+(strategy.SIZE_CLASSES), so `--sizes` names one size per class to tune.
 
     python -m tile_mlir.ops.tune                      # one op per family, every dtype
     python -m tile_mlir.ops.tune --ops add --dtypes bf16 --sizes 16,18,26
+    python -m tile_mlir.ops.tune --ops softplus,mish --dtypes bf16 --per-op
 """
 
 from __future__ import annotations
@@ -51,6 +53,18 @@ def _torch() -> Any:
     return torch
 
 
+def tensor_inputs(op: str) -> int:
+    """How many leading inputs of the op the tuner passes as tensors: all but its
+    scalar-only ones (softplus's beta and threshold), which take their defaults; those
+    must come last."""
+    row = op_table.ELEMENTWISE[op]
+    count = row.arity - len(row.scalar_only)
+    if set(row.scalar_only) != set(range(count, row.arity)):
+        raise ValueError(f"{op}: the tuner passes tensors for the leading inputs, but its "
+                         f"scalar-only inputs {row.scalar_only} are not the last")
+    return count
+
+
 def _arguments(torch: Any, op: str, dtype: str, numel: int) -> list[Any]:
     def make(kind: str) -> Any:
         if kind == "bool":
@@ -61,7 +75,7 @@ def _arguments(torch: Any, op: str, dtype: str, numel: int) -> list[Any]:
         return (torch.randn(numel, device="cuda") * 4).to(getattr(torch, DTYPES[kind].numpy))
 
     row = op_table.ELEMENTWISE[op]
-    return [make("bool" if n in row.keep else dtype) for n in range(row.arity)]
+    return [make("bool" if n in row.keep else dtype) for n in range(tensor_inputs(op))]
 
 
 def _planned(fn: Callable[..., Any], args: Sequence[Any], choice: Strategy
@@ -117,30 +131,43 @@ def time_candidates(op: str, dtype: str, numel: int, candidates: Sequence[Strate
 
 
 MARGIN = 0.02
-"""A candidate replaces the default (strategy.default) only when it is this much faster.
-Below 2^20 elements a call takes 4-7 us by the events, 1.6-3 us of it the kernel, and
-the candidates differ by less than a median moves between runs (on an H100, torch
-eager's add of 2^18 f32 took 5.55 us in one run of bench/sizes.py and 5.22 in the
-next): without the margin the choice there follows the noise (a tuning of add, exp and
-silu at 2^13..2^23 changed 85 of 99 keys, by 0-11%)."""
+"""Below LARGE elements a candidate replaces the default (strategy.default) only when it
+is this much faster. There a call takes 4-15 us by the events, 1.6-10 us of it the
+kernel, and the candidates differ by less than a median moves between runs (on an
+H100, torch eager's add of 2^18 f32 took 5.55 us in one run of bench/sizes.py and 5.22
+in the next): without the margin the choice there follows the noise (a tuning of add,
+exp and silu at 2^13..2^23 changed 85 of 99 keys, by 0-11%)."""
+LARGE = 1 << 22
+LARGE_MARGIN = 0.005
+"""From LARGE elements a call is tens of microseconds or more and its median repeats
+within a few tenths of a percent (an H100, 2^24 bf16 add: the three fastest candidates
+ranked the same, within 0.2%, in two runs), while the margin is what the tables lose:
+with 2% the defaults kept there were 1-2% slower than the fastest candidate and than
+torch (comparison, logical and where at 2^24 and 2^28 at 0.98-0.99x)."""
 
 
-def pick(timings: dict[Strategy, float], default: Strategy) -> Strategy:
-    """The fastest candidate, or the default where it is within MARGIN of it."""
+def margin(numel: int) -> float:
+    """How much faster than the default a candidate must be at this size."""
+    return LARGE_MARGIN if numel >= LARGE else MARGIN
+
+
+def pick(timings: dict[Strategy, float], default: Strategy, numel: int = 0) -> Strategy:
+    """The fastest candidate, or the default where it is within `margin(numel)` of it."""
     best = min(timings, key=lambda c: timings[c])
-    if default in timings and timings[default] <= timings[best] * (1 + MARGIN):
+    if default in timings and timings[default] <= timings[best] * (1 + margin(numel)):
         return default
     return best
 
 
 def tune_key(op: str, dtype: str, numel: int, log: Callable[[str], None], *,
-             reps: int = timing.MIN_REPS) -> tuple[Strategy, dict[Strategy, float]]:
-    """The choice for the key of (op's family, dtype, numel) (`pick`), and every
-    candidate's seconds per call (those that ran)."""
+             reps: int = timing.MIN_REPS, anchor: Strategy | None = None
+             ) -> tuple[Strategy, dict[Strategy, float]]:
+    """The choice for the key of (op's family, dtype, numel) (`pick`, against `anchor`:
+    the default unless given), and every candidate's seconds per call (those that ran)."""
     timings = time_candidates(op, dtype, numel, CANDIDATES, log, reps=reps)
     if not timings:
         raise RuntimeError(f"no candidate ran for {op} {dtype} {numel}")
-    return pick(timings, strategy.default(numel)), timings
+    return pick(timings, anchor or strategy.default(numel), numel), timings
 
 
 @dataclass(frozen=True)
@@ -152,13 +179,19 @@ class Outcome:
     seconds: float
     before: Strategy
     before_seconds: float | None  # None when the earlier choice was not a candidate
+    fastest: tuple[Strategy, float] | None = None  # where the margin kept another
 
     def line(self) -> str:
+        near = ""
+        if self.fastest is not None and self.fastest[0] != self.best:
+            near = (f"; {_name(self.fastest[0])} {self.fastest[1] * 1e6:.1f} us is within "
+                    "the margin")
         if self.best == self.before:
-            return f"{self.key}: {_name(self.best)} {self.seconds * 1e6:.1f} us (unchanged)"
+            return (f"{self.key}: {_name(self.best)} {self.seconds * 1e6:.1f} us "
+                    f"(unchanged{near})")
         gain = f", {self.before_seconds / self.seconds:.2f}x" if self.before_seconds else ""
         return (f"{self.key}: {_name(self.best)} {self.seconds * 1e6:.1f} us (was "
-                f"{_name(self.before)}{gain})")
+                f"{_name(self.before)}{gain}{near})")
 
 
 def _name(choice: Strategy) -> str:
@@ -167,39 +200,49 @@ def _name(choice: Strategy) -> str:
     return f"{kind} {choice.threads}x{choice.rounds} of {choice.vector_bytes} B"
 
 
-def _keys(cases: Sequence[tuple[str, str, int]]) -> dict[str, tuple[str, str, int]]:
-    """One case per key (the first), for the registry's ops."""
+def _keys(cases: Sequence[tuple[str, str, int]], per_op: bool = False
+          ) -> dict[str, tuple[str, str, int]]:
+    """One case per key (the first), for the registry's ops: a key per family, or with
+    `per_op` per op."""
     keys: dict[str, tuple[str, str, int]] = {}
     for op, dtype, numel in cases:
         if op in op_table.ELEMENTWISE:
-            keys.setdefault(strategy.key(op_table.ELEMENTWISE[op].family, dtype, numel),
-                            (op, dtype, numel))
+            name = strategy.op_key(op, dtype, numel) if per_op else \
+                strategy.key(op_table.ELEMENTWISE[op].family, dtype, numel)
+            keys.setdefault(name, (op, dtype, numel))
     return keys
 
 
-def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = print,
-        ship: bool = False, command: str = "", reps: int = timing.MIN_REPS
-        ) -> list[Outcome]:
+def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = print, *,
+        ship: bool = False, command: str = "", reps: int = timing.MIN_REPS,
+        per_op: bool = False) -> list[Outcome]:
     """Tune the keys of the (op, dtype, numel) cases (once each), a line per key with its
     elapsed time as it goes, each choice saved as it is made (an interrupted run keeps
     the keys it finished), and end with a summary of what changed. `command` goes into
-    the file's meta with the device and the date."""
+    the file's meta with the device and the date. With `per_op` each op gets a key of its
+    own, against its family's choice: saved only where it differs from that."""
     from tile_mlir.runtime import driver
 
     chip = driver.device_chip(0)
-    keys = _keys(cases)
+    keys = _keys(cases, per_op)
     meta = {"device": driver.device_name(0), "command": command,
             "date": time.strftime("%Y-%m-%d", time.gmtime())}
     outcomes: list[Outcome] = []
     started = time.perf_counter()
     path = strategy.SHIPPED / f"{chip}.json" if ship else strategy.tuning_file(chip)
     for n, (name, (op, dtype, numel)) in enumerate(keys.items(), start=1):
-        before = strategy.choose(op_table.ELEMENTWISE[op].family, dtype, numel, chip)
+        family = op_table.ELEMENTWISE[op].family
+        before = strategy.choose(family, dtype, numel, chip, op if per_op else None)
+        anchor = strategy.choose(family, dtype, numel, chip) if per_op else None
         t0 = time.perf_counter()
-        best, timings = tune_key(op, dtype, numel, log, reps=reps)
-        outcome = Outcome(name, best, timings[best], before, timings.get(before))
+        best, timings = tune_key(op, dtype, numel, log, reps=reps, anchor=anchor)
+        fastest = min(timings, key=lambda c: timings[c])
+        outcome = Outcome(name, best, timings[best], before, timings.get(before),
+                          (fastest, timings[fastest]))
         outcomes.append(outcome)
-        path = strategy.save(chip, {name: best}, meta, shipped=ship)
+        same = best == anchor  # an op's own key that says what its family's does: none
+        path = strategy.save(chip, {} if same else {name: best}, meta, shipped=ship,
+                             dropped=[name] if same else [])
         log(f"[{n}/{len(keys)}] {outcome.line()} in {time.perf_counter() - t0:.1f} s")
     log(summary(outcomes, time.perf_counter() - started, path))
     return outcomes
@@ -223,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ship", action="store_true",
                         help="write the choices into the package's defaults for this chip "
                              "(tile_mlir/ops/tuned/<chip>.json) instead of the user's file")
+    parser.add_argument("--per-op", action="store_true",
+                        help="a choice per op (read before its family's), saved where it "
+                             "differs from the family's")
     parser.add_argument("--reps", type=int, default=timing.MIN_REPS,
                         help=f"repetitions per candidate (at least {timing.MIN_REPS})")
     args = parser.parse_args(argv)
@@ -232,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                            op_table.ELEMENTWISE[op].dtypes)
              if dtype in op_table.ELEMENTWISE[op].dtypes
              for size in args.sizes.split(",")]
-    run(cases, ship=args.ship, reps=timing.check_reps(args.reps),
+    run(cases, ship=args.ship, reps=timing.check_reps(args.reps), per_op=args.per_op,
         command=" ".join(["python -m tile_mlir.ops.tune", *(argv if argv is not None
                                                              else sys.argv[1:])]))
     return 0
