@@ -61,3 +61,35 @@ def test_every_candidate_is_timed_and_nothing_is_left_behind() -> None:
     assert set(timings) == set(CHOICES) and not log
     assert all(1e-7 < t < 1e-3 for t in timings.values())
     assert not entry.PLANS and not strategy._forced
+
+
+def _gated_or_softplus(op: str, args: list[Any]) -> np.ndarray:
+    x = np.asarray(args[0].float().cpu(), np.float64)
+    if op == "softplus":  # beta 1, threshold 20: the defaults the tuner leaves them at
+        return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
+    n = x.shape[-1] // 2
+    gate, up = x[..., :n], x[..., n:]
+    result: np.ndarray = gate / (1 + np.exp(-gate)) * up
+    return result
+
+
+@pytest.mark.parametrize(("op", "dtype", "numel", "shapes"),
+                         [("silu_and_mul", "bf16", 3 * tune.GATED_WIDTH, [(3, 8192)]),
+                          ("silu_and_mul", "f32", 1000, [(1, 2000)]),
+                          ("softplus", "f16", 4099, [(4099,)])])
+def test_gated_ops_and_scalar_parameters_are_tuned_on_their_own_arguments(
+        op: str, dtype: str, numel: int, shapes: list[tuple[int, ...]]) -> None:
+    """A gated op is timed on one (M, 2N) input; softplus on its tensor alone (beta and
+    threshold at their defaults): every candidate runs and gives the op's result."""
+    log: list[str] = []
+    args, calls = tune.candidate_calls(op, dtype, numel, CHOICES, log.append)
+    assert [tuple(a.shape) for a in args] == shapes
+    assert list(calls) == CHOICES and not log
+    expected = _gated_or_softplus(op, args)
+    rtol = {"bf16": 2.0 ** -8, "f16": 2.0 ** -10, "f32": 2.0 ** -20}[dtype]
+    for call in calls.values():
+        entry.PLANS.clear()
+        got = np.asarray(call().float().cpu(), np.float64)
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=1e-6)
+    entry.PLANS.clear()

@@ -65,16 +65,26 @@ def tensor_inputs(op: str) -> int:
     return count
 
 
-def _arguments(torch: Any, op: str, dtype: str, numel: int) -> list[Any]:
-    def make(kind: str) -> Any:
-        if kind == "bool":
-            return torch.rand(numel, device="cuda") < 0.5
-        if not DTYPES[kind].is_float:
-            return torch.randint(-100, 100, (numel,), device="cuda",
-                                 dtype=getattr(torch, DTYPES[kind].numpy))
-        return (torch.randn(numel, device="cuda") * 4).to(getattr(torch, DTYPES[kind].numpy))
+GATED_WIDTH = 4096
+"""N of the (M, 2N) input a gated op (silu_and_mul) is tuned on: a model's hidden size."""
 
+
+def _arguments(torch: Any, op: str, dtype: str, numel: int) -> list[Any]:
+    """The op's tensors for a call of `numel` result elements. A gated op (family
+    fused_gated: act(x[..., :N]) * x[..., N:]) takes one (numel / N, 2N) input."""
     row = op_table.ELEMENTWISE[op]
+
+    def make(kind: str, shape: tuple[int, ...] = (numel,)) -> Any:
+        if kind == "bool":
+            return torch.rand(shape, device="cuda") < 0.5
+        if not DTYPES[kind].is_float:
+            return torch.randint(-100, 100, shape, device="cuda",
+                                 dtype=getattr(torch, DTYPES[kind].numpy))
+        return (torch.randn(shape, device="cuda") * 4).to(getattr(torch, DTYPES[kind].numpy))
+
+    if row.family == "fused_gated":
+        width = min(GATED_WIDTH, numel)
+        return [make(dtype, (max(numel // width, 1), 2 * width))]
     return [make("bool" if n in row.keep else dtype) for n in range(tensor_inputs(op))]
 
 
