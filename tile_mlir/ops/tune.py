@@ -65,8 +65,12 @@ def tensor_inputs(op: str) -> int:
     return count
 
 
-GATED_WIDTH = 4096
-"""N of the (M, 2N) input a gated op (silu_and_mul) is tuned on: a model's hidden size."""
+GATED_WIDTH = 14336
+"""N of the (M, 2N) input a gated op (silu_and_mul) is tuned on: a model's intermediate
+size (Llama-3-8B's, bench/part2.py's). The width matters: on an H100, choices tuned on
+rows of 4096 (one 256x2 CTA's piece a row) were 1-2.5% slower on rows of 14336 than the
+default, while the fastest there (128x1 for silu_and_mul bf16/f16, 3.11 TB/s) beat
+torch.compile."""
 
 
 def _arguments(torch: Any, op: str, dtype: str, numel: int) -> list[Any]:
