@@ -24,9 +24,9 @@ unary_math, binary_arith and activation families in f32, bf16 and f16 at every s
 class; from 2^24 for those, the fused_gated family (f32, bf16, f16) and the comparison,
 logical and special families in f32, bf16, f16 and i32 (and the bitwise family's i32),
 for fp8's binary_arith, comparison and logical families, and for the ops whose cost is
-not their family's (softplus, elu, selu, gelu, gelu_and_mul and gelu_tanh_and_mul in
-bf16 and f16, isnan); its meta lists the runs that made it, each timed as the benchmarks
-time; an H200 shares the chip name and so the file.
+not their family's (softplus, elu, selu, gelu and gelu_tanh_and_mul in bf16 and f16,
+isnan); its meta lists the runs that made it, each timed as the benchmarks time; an H200
+shares the chip name and so the file.
 """
 
 from __future__ import annotations
