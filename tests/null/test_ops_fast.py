@@ -434,3 +434,40 @@ def test_cupy_arrays_take_plans(device: Device, rng: np.random.Generator,
         np.testing.assert_allclose(got.get(), want, rtol=1e-6, atol=1e-6, err_msg=name)
     assert len(cupy.stream_reads) == reads + 3  # CuPy's current stream, read per call
 
+
+
+def test_a_call_runs_its_ops_own_tuned_choice(lean: tuple[Any, list[FakeDriver]],
+                                              tmp_path: Any,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """An op with a choice of its own (`strategy.op_key`) is planned with it; another op of
+    its family with the family's; a new tuning file plans again (the cache listens)."""
+    from tile_mlir.ops import strategy
+    from tile_mlir.ops.programs.elementwise import ElementwiseProgram, Strategy
+
+    torch, _ = lean
+    monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(strategy, "SHIPPED", tmp_path / "shipped")
+    monkeypatch.setattr(kernels, "chip", lambda device: "sm_90")
+    seen: list[Strategy] = []
+    load = kernels.load
+
+    def recording(program: KernelProgram, device: int) -> kernels.Loaded:
+        assert isinstance(program, ElementwiseProgram)
+        seen.append(program.sig.strategy)
+        return load(program, device)
+
+    monkeypatch.setattr(kernels, "load", recording)
+    strategy._choices.cache_clear()
+    try:
+        own, family = Strategy(128, 16, 4, 4), Strategy(128, 16, 2, 2)
+        x = _tensor(torch, (1 << 24,))
+        ops.softplus(x)
+        assert seen == [strategy.default(1 << 24)]  # nothing tuned yet
+        strategy.save("sm_90", {strategy.op_key("softplus", "f32", 1 << 24): own,
+                                strategy.key("activation", "f32", 1 << 24): family},
+                      {"device": "test"})
+        ops.softplus(x)
+        ops.silu(x)
+        assert seen[1:] == [own, family]
+    finally:
+        strategy._choices.cache_clear()
