@@ -175,3 +175,13 @@ def test_a_line_says_when_the_margin_kept_a_slower_choice() -> None:
                         (other, 51.3e-6)).line()
     assert line == ("logical/f32/2^24: staged 256x4 of 16 B 51.4 us (unchanged; vector "
                     "512x1 of 16 B 51.3 us is within the margin)")
+
+
+def test_a_run_without_ops_covers_every_tuned_family() -> None:
+    """Each family the library reads choices for has its representative, one of its own."""
+    families = {row.family for row in op_table.ELEMENTWISE.values()} - {"internal", "primitive"}
+    for family, op in tune.REPRESENTATIVE.items():
+        assert op_table.ELEMENTWISE[op].family == family
+    shipped = {key.split("/")[0] for key in strategy._read(strategy.SHIPPED / "sm_90.json")}
+    assert {f for f in shipped if not f.startswith(strategy.OP_PREFIX)} <= \
+        set(tune.REPRESENTATIVE) <= families
