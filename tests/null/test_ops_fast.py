@@ -435,7 +435,6 @@ def test_cupy_arrays_take_plans(device: Device, rng: np.random.Generator,
     assert len(cupy.stream_reads) == reads + 3  # CuPy's current stream, read per call
 
 
-
 def test_a_call_runs_its_ops_own_tuned_choice(lean: tuple[Any, list[FakeDriver]],
                                               tmp_path: Any,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
