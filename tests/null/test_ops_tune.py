@@ -185,3 +185,45 @@ def test_a_run_without_ops_covers_every_tuned_family() -> None:
     shipped = {key.split("/")[0] for key in strategy._read(strategy.SHIPPED / "sm_90.json")}
     assert {f for f in shipped if not f.startswith(strategy.OP_PREFIX)} <= \
         set(tune.REPRESENTATIVE) <= families
+
+
+# ---------------------------------------------------------------- the command line
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--ops", "nonexistent"], "--ops: 'nonexistent' is not one of the library's"),
+    (["--ops", "alibi_bias"], "--ops: 'alibi_bias' is not one of the library's"),
+    (["--ops", "add", "--dtypes", "bf17"], "--dtypes: 'bf17' is not a dtype"),
+    (["--ops", "exp", "--dtypes", "i32"], "--dtypes: none of i32 is a dtype of exp"),
+    (["--ops", "add", "--sizes", "20,x"], "--sizes: 'x' is not a log2 size"),
+    (["--ops", "add", "--sizes", "99"], "--sizes: '99' is not a log2 size"),
+    (["--reps", "5"], "--reps: at least 100, got 5"),
+])
+def test_bad_options_are_named_before_anything_runs(
+        argv: list[str], message: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tune, "run", lambda *a, **k: pytest.fail("ran"))
+    with pytest.raises(SystemExit) as exit_info:
+        tune.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_command_lines_cases() -> None:
+    cases = tune._cases("add,silu_and_mul", "bf16,i32", "20, 24")
+    assert cases == [("add", "bf16", 1 << 20), ("add", "bf16", 1 << 24),
+                     ("add", "i32", 1 << 20), ("add", "i32", 1 << 24),
+                     ("silu_and_mul", "bf16", 1 << 20), ("silu_and_mul", "bf16", 1 << 24)]
+    every = tune._cases(None, None, "24")
+    assert {op for op, _, _ in every} == set(tune.REPRESENTATIVE.values())
+
+
+def test_no_gpu_is_said_in_a_line(capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_gpu(device: int = 0) -> str:
+        raise driver.NoGpuError("no usable CUDA driver or GPU: test")
+
+    monkeypatch.setattr(driver, "device_chip", no_gpu)
+    assert tune.main(["--ops", "add", "--sizes", "20"]) == 1
+    assert "the autotuner times kernels on a GPU: no usable CUDA driver" in \
+        capsys.readouterr().err

@@ -48,11 +48,15 @@ REPRESENTATIVE = {"unary_math": "exp", "binary_arith": "add", "activation": "sil
 these)."""
 
 
+class MissingTorch(RuntimeError):
+    """The autotuner runs where torch is not installed."""
+
+
 def _torch() -> Any:
     try:
         import torch
     except ImportError as e:
-        raise RuntimeError("the autotuner needs torch (tensors and CUDA events)") from e
+        raise MissingTorch("the autotuner needs torch (tensors and CUDA events)") from e
     return torch
 
 
@@ -289,16 +293,65 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=timing.MIN_REPS,
                         help=f"repetitions per candidate (at least {timing.MIN_REPS})")
     args = parser.parse_args(argv)
-    names = args.ops.split(",") if args.ops else list(REPRESENTATIVE.values())
-    cases = [(op, dtype, 1 << int(size)) for op in names
-             for dtype in (args.dtypes.split(",") if args.dtypes else
-                           op_table.ELEMENTWISE[op].dtypes)
-             if dtype in op_table.ELEMENTWISE[op].dtypes
-             for size in args.sizes.split(",")]
-    run(cases, ship=args.ship, reps=timing.check_reps(args.reps), per_op=args.per_op,
-        command=" ".join(["python -m tile_mlir.ops.tune", *(argv if argv is not None
-                                                             else sys.argv[1:])]))
+    try:
+        cases = _cases(args.ops, args.dtypes, args.sizes)
+    except ValueError as e:
+        parser.error(str(e))
+    if args.reps < timing.MIN_REPS:
+        parser.error(f"--reps: at least {timing.MIN_REPS}, got {args.reps}")
+    from tile_mlir.runtime import driver
+
+    try:
+        run(cases, ship=args.ship, reps=args.reps, per_op=args.per_op,
+            command=" ".join(["python -m tile_mlir.ops.tune", *(argv if argv is not None
+                                                                 else sys.argv[1:])]))
+    except driver.NoGpuError as e:
+        print(f"{parser.prog}: the autotuner times kernels on a GPU: {e}", file=sys.stderr)
+        return 1
+    except MissingTorch as e:
+        print(f"{parser.prog}: {e}", file=sys.stderr)
+        return 1
     return 0
+
+
+MAX_LOG2 = 34
+"""The largest --sizes (2^34 elements: more than a GPU's memory holds of any dtype)."""
+
+
+def _cases(ops_text: str | None, dtypes_text: str | None, sizes_text: str
+           ) -> list[tuple[str, str, int]]:
+    """The (op, dtype, numel) cases of the command line; ValueError naming the option for
+    an op that is not a library function with a tensor input, a dtype that is not one, a
+    size that is not a log2 size, or options that leave nothing to tune."""
+    names = _split(ops_text) if ops_text else list(REPRESENTATIVE.values())
+    for op in names:
+        row = op_table.ELEMENTWISE.get(op)
+        if row is None or not callable(getattr(ops, op, None)):
+            raise ValueError(f"--ops: {op!r} is not one of the library's elementwise ops "
+                             "(python -m tile_mlir.ops --list)")
+        if not tensor_inputs(op):
+            raise ValueError(f"--ops: {op!r} takes no tensor input to time")
+    dtypes = _split(dtypes_text) if dtypes_text else None
+    for dtype in dtypes or ():
+        if dtype not in DTYPES:
+            raise ValueError(f"--dtypes: {dtype!r} is not a dtype ({', '.join(DTYPES)})")
+    sizes = []
+    for size in _split(sizes_text):
+        if not size.isdigit() or int(size) > MAX_LOG2:
+            raise ValueError(f"--sizes: {size!r} is not a log2 size (an integer from 0 to "
+                             f"{MAX_LOG2})")
+        sizes.append(1 << int(size))
+    cases = [(op, dtype, numel) for op in names
+             for dtype in (dtypes or op_table.ELEMENTWISE[op].dtypes)
+             if dtype in op_table.ELEMENTWISE[op].dtypes for numel in sizes]
+    if not cases:
+        raise ValueError(f"--dtypes: none of {', '.join(dtypes or ())} is a dtype of "
+                         f"{', '.join(names)}")
+    return cases
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 if __name__ == "__main__":
