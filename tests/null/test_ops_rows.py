@@ -108,6 +108,11 @@ def test_explain_says_what_and_why() -> None:
     assert "cluster of 8 CTAs of 128 threads" in text
     assert "without thread block clusters" in rows.explain("rms_norm", (1024, 65536), "bf16",
                                                            clusters=0)
+    assert rows.explain("softmax", (0, 4096), "f32").endswith("nothing is launched")
+    assert rows.explain("layer_norm", (8, 0), "bf16") == \
+        "layer_norm bf16 8x0: an empty input: nothing is launched"
+    with pytest.raises(ValueError, match=r"shape \[-3, 4\] has a negative size"):
+        rows.explain("softmax", (-3, 4), "f32")
 
 
 def test_vector_width_follows_the_row_the_strides_and_offsets() -> None:

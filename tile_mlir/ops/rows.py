@@ -239,8 +239,12 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
     if op not in NAMES or dtype not in SUPPORTED:
         raise ValueError(f"explain: {op} {dtype}: the row ops are {', '.join(NAMES)}, on "
                          f"{', '.join(SUPPORTED)}")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"explain: shape {list(shape)} has a negative size")
     n = shape[-1] if shape else 1
     m = math.prod(shape[:-1])
+    if not m * n:
+        return f"{op} {dtype} {m}x{n}: an empty input: nothing is launched"
     plan = choose(m, n, vector_width(n, dtype, []), clusters)
     return f"{op} {dtype} {m}x{n}: {plan.geometry.strategy}: {plan.reason}"
 
