@@ -608,15 +608,20 @@ def main(bench: Benchmark, plan: Callable[[bool], list[Case]],
          before: Callable[[Sequence[Case]], object] | None = None) -> int:
     """The command line of a benchmark script: `plan(quick)` lists its cases; `backend`
     replaces the GPU's (tests); `before` runs on the chosen cases first (not dry)."""
-    args = parser(bench).parse_args(argv)
+    command_line = parser(bench)
+    args = command_line.parse_args(argv)
+    if args.reps < MIN_REPS:
+        command_line.error(f"--reps: at least {MIN_REPS} for a reported figure, got {args.reps}")
     order = [c.name for c in plan(False)]
     if args.plot is not None or args.merge:
         return _offline(bench, args, order)
-    cases = select(plan(args.quick), args.cases)
+    try:
+        cases = select(plan(args.quick), args.cases)
+    except re.error as e:
+        command_line.error(f"--cases: {args.cases!r} is not a regular expression ({e})")
     if args.list or not cases:
         print("\n".join(c.name for c in cases) or f"no case matches {args.cases!r}")
         return 0 if cases else 1
-    check_reps(args.reps)
     if before is not None and not args.dry_run:
         before(cases)
     chosen = backend(args) if backend is not None else \

@@ -64,6 +64,17 @@ def test_cases_pattern_and_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert script.main(["--list", "--cases", "nothing-matches"]) == 1
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--list", "--cases", "(amax"], "--cases: '(amax' is not a regular expression"),
+    (["--dry-run", "--reps", "5"], "--reps: at least 100 for a reported figure, got 5"),
+])
+def test_bad_options_are_named(argv: list[str], message: str,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        load("reductions").main(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_every_dtype_and_peer_for_reductions() -> None:
     cases = load("reductions").plan(False)
     assert len(cases) == 3 * 3 * 4 * 2
