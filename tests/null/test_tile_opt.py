@@ -94,6 +94,7 @@ def test_syntax_error() -> None:
     (["-p", "gpu.module(tile-lower)"], "put it at the top level"),
     (["-p", "tile-lower", "--cse"], "either with -p/--pass-pipeline or as flags"),
     (["no-such-file.mlir"], "cannot read no-such-file.mlir"),
+    (["-o", "/no-such-dir/out.mlir"], "cannot write /no-such-dir/out.mlir"),
 ])
 def test_usage_errors(args: list[str], message: str) -> None:
     result = tile_opt(*(args if args[0].endswith(".mlir") else [str(VECTOR_ADD), *args]))

@@ -200,16 +200,19 @@ def _run_chunk(text: str, name: str, opts: Options, steps: list[pipeline.Step]) 
 
 def _write(outputs: list[str | bytes], destination: str | None) -> None:
     binary = [o for o in outputs if isinstance(o, bytes)]
-    if binary:
-        assert destination is not None
-        Path(destination).write_bytes(binary[0])
-        return
     texts = [o for o in outputs if isinstance(o, str)]
     text = "// -----\n".join(o if o.endswith("\n") else f"{o}\n" for o in texts)
-    if destination in (None, "-"):
+    if not binary and destination in (None, "-"):
         sys.stdout.write(text)
-    else:
-        Path(destination).write_text(text)
+        return
+    assert destination is not None
+    try:
+        if binary:
+            Path(destination).write_bytes(binary[0])
+        else:
+            Path(destination).write_text(text)
+    except OSError as e:
+        raise UsageError(f"cannot write {destination}: {e.strerror}") from None
 
 
 def _read(path: str) -> bytes:
