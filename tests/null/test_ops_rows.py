@@ -157,6 +157,12 @@ def test_errors_name_the_argument(device: Device) -> None:
         ops.layer_norm(x, [8], None, _x(device, (8,), "bf16"))
     with pytest.raises(TypeError, match="argument 'eps' must be a number"):
         ops.layer_norm(x, [8], eps="small")
+    with pytest.raises(TypeError, match="rms_norm: argument 'input' must be an array, got a "
+                                        "number"):
+        ops.rms_norm(np.float32(2.0), 1)
+    with pytest.raises(TypeError, match="argument 'weight' must be an array or None, got a "
+                                        "number"):
+        ops.layer_norm(x, [8], 0.5)
     with pytest.raises(ValueError, match=r"argument 'out' has shape \[4, 7\]"):
         ops.softmax(x, out=device.empty((4, 7), "f32"))
     with pytest.raises(TypeError, match="argument 'out' is bfloat16, the result float32"):

@@ -261,10 +261,14 @@ def vector_width(n: int, dtype: str, divisors: Sequence[int]) -> int:
 # ------------------------------------------------------------------ arguments
 
 
+def _kind(value: Any) -> str:
+    """What a described argument that is not an array is, for an error."""
+    return "a number" if isinstance(value, Scalar) else type(value).__name__
+
+
 def _input(value: Any, name: str, what: str) -> Array:
     if not isinstance(value, Array):
-        raise TypeError(f"{what}: argument '{name}' must be an array, got "
-                        f"{type(value).__name__}")
+        raise TypeError(f"{what}: argument '{name}' must be an array, got {_kind(value)}")
     if value.dtype not in SUPPORTED:
         raise TypeError(f"{what}: argument '{name}' has element type "
                         f"{torch_name(value.dtype)}; {what} takes "
@@ -307,7 +311,7 @@ def _parameter(value: Any, name: str, x: Array, shape: tuple[int, ...], what: st
         return None
     if not isinstance(value, Array):
         raise TypeError(f"{what}: argument '{name}' must be an array or None, got "
-                        f"{type(value).__name__}")
+                        f"{_kind(value)}")
     if value.shape != shape:
         raise ValueError(f"{what}: argument '{name}' has shape {list(value.shape)}, expected "
                          f"{list(shape)}")
