@@ -230,6 +230,29 @@ def test_dropout_and_rope_plans(torch: Any, rng: np.random.Generator,
         ops.dropout(torch.tensor(x), 1.5)
 
 
+def test_sparse_and_nested_tensors_are_named_not_a_torch_error(
+        torch: Any, rng: np.random.Generator) -> None:
+    """A tensor whose getters raise (torch's sparse and nested tensors have no strides or
+    data pointer) leaves the fast path for the full one, which names the argument and
+    its layout; the fast path keeps serving the dense calls."""
+    x = torch.tensor(rng.standard_normal(8).astype(np.float32))
+    ops.add(x, x)  # the entry now knows torch's Tensor: the next calls key inline
+
+    def no_storage() -> int:
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+
+    sparse = torch.tensor(rng.standard_normal(8).astype(np.float32))
+    sparse.layout, sparse.data_ptr = "torch.sparse_coo", no_storage
+    with pytest.raises(TypeError, match=r"argument 'other' is a sparse_coo tensor; .*"
+                                        r"\.to_dense\(\) makes one"):
+        ops.add(x, sparse)
+    nested = torch.tensor(rng.standard_normal(8).astype(np.float32))
+    nested.is_nested = True
+    with pytest.raises(TypeError, match="argument 'input' is a nested tensor"):
+        ops.softmax(nested)
+    np.testing.assert_array_equal(ops.add(x, x).numpy(), 2 * x.numpy())
+
+
 # ------------------------------------------------------------------ call counts
 
 

@@ -147,6 +147,13 @@ def _from_info(value: Any, kind: str, info: runtime_arrays.ArrayInfo, name: str)
 
 
 def _torch(t: Any, name: str) -> Array | None:
+    layout = str(getattr(t, "layout", "torch.strided"))
+    if getattr(t, "is_nested", False) or layout != "torch.strided":
+        nested = getattr(t, "is_nested", False)
+        kind, fix = ("nested", ".to_padded_tensor(0)") if nested else \
+            (layout.removeprefix("torch."), ".to_dense()")
+        raise TypeError(f"argument '{name}' is a {kind} tensor; the operator library takes "
+                        f"dense (strided) tensors ({fix} makes one)")
     if not t.is_cuda:
         if t.dim() == 0:
             return None  # a 0-d host tensor is a number, as torch takes it beside CUDA tensors

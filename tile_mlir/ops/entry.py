@@ -18,9 +18,10 @@ its value, a class expression such as `alpha == 1`; out=: its layout and whether
 pointer is an input's), then one dict lookup finds the plan's launcher (plan.py), which
 allocates, writes the pointers and numbers and launches. Anything the key cannot
 describe cheaply (CuPy and other arrays, torch subclasses) is keyed by `keyof`;
-NumPy arrays and unusual numbers take the full path every call. A miss runs the full
-path: describe the arguments (args.py), run the semantics into a Builder, make the
-launcher, keep it under the key, call it.
+NumPy arrays and unusual numbers take the full path every call, and so does a tensor
+whose getters raise (torch's sparse and nested tensors), where args.py names it. A miss
+runs the full path: describe the arguments (args.py), run the semantics into a Builder,
+make the launcher, keep it under the key, call it.
 
 ops.fuse (fuse.py) traces functions of the ops with `Traced` values: the key has no
 part for one (keyof gives None), so a call on one takes the full path, which hands
@@ -309,9 +310,12 @@ def _generate(spec: Spec) -> Callable[..., Any]:
     names = [p.name for p in spec.params]
     values = ", ".join(names)
     slow = f"_SLOW_{spec.name}(None, {values})"
-    lines = [f"def {spec.name}({_signature_text(spec)}):"]
+    lines = [f"def {spec.name}({_signature_text(spec)}):", "    try:"]
     for param in spec.params:
-        lines += _param_lines(spec, param, slow)
+        lines += [f"    {line}" for line in _param_lines(spec, param, slow)]
+    # a tensor without strided storage (sparse, nested) raises from its getters: the full
+    # path says what is wrong with it (a try costs nothing until it catches)
+    lines += ["    except RuntimeError:", f"        return {slow}"]
     key = ", ".join([f"_ID_{spec.name}", *key_entries(spec)])
     lines += [f"    _key = ({key},)", "    try:", "        _plan = _PLANS[_key]",
               "    except KeyError:", f"        return _SLOW_{spec.name}(_key, {values})",
