@@ -130,6 +130,23 @@ def test_block_sizes_cuda_cannot_launch_are_rejected_before_nvvm(tmp_path: Path,
                    f"'gpu.func' op {at_kernel}")
 
 
+@pytest.mark.parametrize(("dims", "scope"), [("-1, 1, 1", "cluster"), ("2, 0, 1", "cta"),
+                                           ("0, 1, 1", None)])
+def test_cluster_sizes_nvvm_cannot_translate_are_rejected_at_the_kernel(
+        tmp_path: Path, dims: str, scope: str | None) -> None:
+    """A cluster of no CTAs in some dimension (the hostile corpus's seed 27: '2' -> -1 in
+    lit-tests/lowering/cluster.mlir) reached NVVM's translation, whose error has no
+    location; it is the kernel's error, whatever its ops' scopes (none, in the last)."""
+    path = tmp_path / "in.mlir"
+    body = "" if scope is None else SQRT.format(t="memref<64xf32>").replace("cta", scope)
+    path.write_text(kernel(body=body).replace(
+        "known_block_size = array<i32: 64, 1, 1>",
+        f"known_block_size = array<i32: 64, 1, 1>, nvvm.cluster_dim = array<i32: {dims}>"))
+    assert_located(tile_opt(path, "-p", "tile-to-ptx", "--emit=ptx"), f"{path}:2:3",
+                   f"'gpu.func' op has nvvm.cluster_dim = array<i32: {dims}>, but a cluster "
+                   "has at least 1 CTA in each dimension")
+
+
 @pytest.mark.parametrize(("type_", "where", "message"), [
     ("memref<2x4611686018427387904xf32>", "2:15", "argument 0 has type"),
     ("memref<32x2xf16, affine_map<(d0, d1) -> (d1, d0)>>", "3:5",

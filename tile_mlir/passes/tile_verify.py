@@ -136,6 +136,15 @@ MAX_CLUSTER = 16
 runtime allows them per function when it loads one (driver.allow_cluster)."""
 
 
+def check_cluster_dims(cluster: tuple[int, int, int] | None) -> list[str]:
+    """A kernel's nvvm.cluster_dim NVVM can translate (it refuses a size under 1 with an
+    error that has no location): reported at the kernel (`_check_kernels`)."""
+    if cluster is None or min(cluster) >= 1:
+        return []
+    return [f"has {CLUSTER_DIM} = array<i32: {', '.join(map(str, cluster))}>, but a cluster "
+            "has at least 1 CTA in each dimension"]
+
+
 def check_cluster(info: OpInfo) -> list[str]:
     """A cluster-scope op: its kernel runs in clusters (nvvm.cluster_dim) of at most
     MAX_CLUSTER CTAs, on a grid (where the kernel fixes one) of whole clusters, and its
@@ -145,6 +154,8 @@ def check_cluster(info: OpInfo) -> list[str]:
     if info.cluster is None:
         return [f"at scope 'cluster' needs the kernel's cluster: give the enclosing gpu.func "
                 f"{CLUSTER_DIM} = array<i32: x, y, z>"]
+    if check_cluster_dims(info.cluster):
+        return []  # the kernel's error says it (_check_kernels)
     if info.cluster_ctas and info.cluster_ctas > MAX_CLUSTER:
         return [f"runs in clusters of {info.cluster_ctas} CTAs ({CLUSTER_DIM}); at most "
                 f"{MAX_CLUSTER} (sm_90's largest cluster)"]
@@ -606,7 +617,8 @@ def index_width(op: ir.Operation) -> list[str]:
 
 def _check_kernels(root: ir.Operation) -> bool:
     """Kernels without tile ops need a valid known_block_size too (one with tile ops
-    is reported at each op): NVVM aborts on a negative one."""
+    is reported at each op): NVVM aborts on a negative one. Every kernel needs a valid
+    nvvm.cluster_dim (reported at the kernel, whose attribute it is)."""
     ok = True
     for func in tile_ops(root, ("gpu.func",)):
         errors = check_block(known_block_size(func))
@@ -614,5 +626,8 @@ def _check_kernels(root: ir.Operation) -> bool:
             op_error(func, errors[0].replace("is in a kernel with", "has")
                      .replace("is in a kernel whose block", "has a block")
                      .replace(") is larger than", ") larger than"))
+            ok = False
+        for message in check_cluster_dims(cluster_dim(func)):
+            op_error(func, message)
             ok = False
     return ok
