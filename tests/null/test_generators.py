@@ -221,6 +221,14 @@ def test_dropout_errors(device: Device) -> None:
         ops.dropout(x, 0.5, seed=-1)
     with pytest.raises(ValueError, match="'seed'"):
         ops.manual_seed(1 << 64)
+    state = ops.get_rng_state()
+    for bad in ((1,), 5, (1, 2, 3), None):
+        with pytest.raises(TypeError, match=r"argument 'state' must be a \(seed, offset\) "
+                                            "pair"):
+            ops.set_rng_state(bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'offset'"):
+        ops.set_rng_state((1, -1))
+    assert ops.get_rng_state() == state  # nothing changed
 
 
 # ---------------------------------------------------------------- encodings

@@ -91,6 +91,9 @@ def get_rng_state() -> tuple[int, int]:
 
 def set_rng_state(state: tuple[int, int]) -> None:
     """Restore a state from get_rng_state."""
+    if not isinstance(state, tuple | list) or len(state) != 2:
+        raise TypeError(f"argument 'state' must be a (seed, offset) pair from get_rng_state, "
+                        f"got {state!r}")
     seed, offset = state
     _GENERATOR.set(_u64(seed, "seed"), _u64(offset, "offset"))
 
