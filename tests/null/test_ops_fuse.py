@@ -304,7 +304,8 @@ def test_what_cannot_be_fused_says_so(device: Device, rng: np.random.Generator) 
         (lambda x: ops.rope_neox(x, x, x), r"rope_neox cannot be fused: it is RoPE"),
         (lambda x: ops.exp(x, out=x), r"exp: out= inside the fused function"),
         (lambda x: ops.relu(ops.exp(x), inplace=True), r"relu: inplace=True inside"),
-        (lambda x: ops.add(x, y), r"argument 'other' is an array that is not an argument"),
+        (lambda x: ops.add(x, y), r"argument 'other' is an array that is not an array "
+                                  r"argument"),
         (lambda x: ops.silu_and_mul(ops.exp(x)), r"view of an intermediate result"),
         (lambda x: ops.exp(x) if ops.gt(x, 0) else x, r"Python control flow"),
         (lambda x: float(ops.exp(x)), r"float\(\) on a traced value"),
@@ -316,6 +317,8 @@ def test_what_cannot_be_fused_says_so(device: Device, rng: np.random.Generator) 
     ]
     for fn, pattern in cases:
         _error(device, fn, pattern, x)
+    with pytest.raises(FuseError, match="keyword-only ones are constants of the kernel"):
+        ops.fuse(lambda x, *, b: ops.add(x, b))(x, b=y)
     kept: list[Any] = []
 
     def leaks(x: Any) -> Any:

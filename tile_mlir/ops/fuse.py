@@ -316,7 +316,9 @@ class Trace:
         operand = args.classify(value, name)
         if isinstance(operand, Array):
             raise FuseError(f"{spec.name}: argument '{name}' is an array that is not an "
-                            f"argument of the fused function {self.name}; pass it as one")
+                            f"array argument of the fused function {self.name}; pass it as "
+                            "one (a positional parameter: keyword-only ones are constants "
+                            "of the kernel, passed as they are)")
         if operand.priority == promotion.ZERO_DIM:
             self.cacheable = False  # a 0-d host tensor: its value is traced in
         return operand
