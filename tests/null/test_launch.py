@@ -148,6 +148,47 @@ def test_pointers_and_buffers_launch_on_the_default_stream(
     assert drv.launches[0].values == [0x8000, 1.0, 0x7000] and drv.launches[0].stream == 0
 
 
+GOOD_CAI = {"shape": (4, 256), "typestr": "<f4", "data": (0x8000, False), "version": 3}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"shape": None}, "whose shape None is not a tuple of sizes"),
+    ({"shape": (4, -256)}, r"whose shape \(4, -256\) is not a tuple of sizes"),
+    ({"typestr": "<x7"}, "whose typestr '<x7' is not a type"),
+    ({"typestr": ">f4"}, r"of big-endian elements \('>f4'\)"),
+    ({"data": None}, r"whose data None is not \(pointer, read_only\)"),
+    ({"strides": (1024,)}, r"whose strides \(1024,\) are not one byte stride per dim"),
+    ({"strides": (1024, 3)}, r"whose strides \(1024, 3\) are not multiples of its 4-byte "
+                             "elements"),
+    ({"mask": 0x9000}, "with a mask: masked arrays are not supported"),
+])
+def test_a_bad_cuda_array_interface_is_named(fake: tuple[FakeDriver, Any],
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             change: dict[str, Any], message: str) -> None:
+    """Each field of a `__cuda_array_interface__` is checked: a malformed one is the
+    argument's ArgumentError (the library's ops: a TypeError naming it), not a KeyError
+    or a wrong view (byte strides that are not whole elements)."""
+    from tile_mlir import ops
+
+    drv, _ = fake
+    monkeypatch.setattr(driver, "pointer_device", lambda pointer: 0)
+
+    class CaiArray:
+        __cuda_array_interface__ = {**GOOD_CAI, **change}
+
+    with pytest.raises(ArgumentError, match=f"argument 0 .*the array has a "
+                                            f"__cuda_array_interface__ {message}"):
+        Kernel(SPEC, function="f")(CaiArray(), 1.0, 0x7000)
+    with pytest.raises(TypeError, match=f"argument 'input' has a __cuda_array_interface__ "
+                                        f"{message}"):
+        ops.exp(CaiArray())
+    missing = {k: v for k, v in GOOD_CAI.items() if k != "typestr"}
+    CaiArray.__cuda_array_interface__ = missing
+    with pytest.raises(TypeError, match="__cuda_array_interface__ without 'typestr'"):
+        ops.exp(CaiArray())
+    assert not drv.launches
+
+
 def test_context_error_is_retried_once(fake: tuple[FakeDriver, Any],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     drv, torch = fake

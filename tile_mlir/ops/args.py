@@ -186,7 +186,10 @@ def describe(value: Any, name: str) -> Array | None:
     reader = _INFO_NAMES.get(kind)
     if reader is None:
         return None
-    described = getattr(runtime_arrays, reader)(value)
+    try:
+        described = getattr(runtime_arrays, reader)(value)
+    except runtime_arrays.InterfaceError as e:
+        raise TypeError(f"argument '{name}' {e}") from None
     if described.device is None and kind == "dlpack":
         raise TypeError(f"argument '{name}' is a host DLPack array; pass a NumPy array or a "
                         "device array")

@@ -138,15 +138,71 @@ def buffer_info(b: DeviceBuffer) -> ArrayInfo:
     return ArrayInfo(b.dtype.name, b.shape, True, b.device, b.ptr)
 
 
+class InterfaceError(ValueError):
+    """An array's `__cuda_array_interface__` that does not describe one the library can
+    read (the message reads after "argument 'x' ")."""
+
+
+def _ints(value: Any) -> tuple[int, ...] | None:
+    """A tuple of Python or NumPy ints (not bools), or None."""
+    if not isinstance(value, tuple | list) or any(
+            isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer) for v in value):
+        return None
+    return tuple(int(v) for v in value)
+
+
+def _interface(arg: Any) -> tuple[np.dtype[Any], tuple[int, ...], tuple[int, ...] | None, int]:
+    """(dtype, shape, byte strides or None, pointer) of a `__cuda_array_interface__`,
+    every field checked (a producer's mistake or a hostile object is an InterfaceError,
+    not a KeyError from inside, nor a silently wrong view)."""
+    cai = arg.__cuda_array_interface__
+    where = "has a __cuda_array_interface__"
+    if not isinstance(cai, dict):
+        raise InterfaceError(f"{where} that is not a dict ({type(cai).__name__})")
+    missing = [k for k in ("shape", "typestr", "data") if k not in cai]
+    if missing:
+        raise InterfaceError(f"{where} without {', '.join(repr(k) for k in missing)}")
+    try:
+        dtype = np.dtype(cai["typestr"])
+    except (TypeError, ValueError):
+        raise InterfaceError(f"{where} whose typestr {cai['typestr']!r} is not a type") from None
+    if dtype.byteorder == ">" or (dtype.byteorder == "=" and sys.byteorder == "big"):
+        raise InterfaceError(f"{where} of big-endian elements ({cai['typestr']!r})")
+    shape = _ints(cai["shape"])
+    if shape is None or any(s < 0 for s in shape):
+        raise InterfaceError(f"{where} whose shape {cai['shape']!r} is not a tuple of sizes")
+    data = cai["data"]
+    pointer = _ints(data[:1]) if isinstance(data, tuple | list) and len(data) == 2 else None
+    if not pointer or pointer[0] < 0:
+        raise InterfaceError(f"{where} whose data {data!r} is not (pointer, read_only)")
+    if cai.get("mask") is not None:
+        raise InterfaceError(f"{where} with a mask: masked arrays are not supported")
+    return dtype, shape, _byte_strides(cai.get("strides"), shape, dtype.itemsize), pointer[0]
+
+
+def _byte_strides(given: Any, shape: tuple[int, ...], itemsize: int
+                  ) -> tuple[int, ...] | None:
+    """An interface's strides: None (row-major), or one byte stride per dim, each whole
+    elements (where the dim has more than one)."""
+    where = "has a __cuda_array_interface__ whose strides"
+    if given is None:
+        return None
+    strides = _ints(given)
+    if strides is None or len(strides) != len(shape):
+        raise InterfaceError(f"{where} {given!r} are not one byte stride per dim of shape "
+                             f"{shape}")
+    if any(extent != 1 and stride % itemsize
+           for extent, stride in zip(shape, strides, strict=True)):
+        raise InterfaceError(f"{where} {strides} are not multiples of its {itemsize}-byte "
+                             "elements")
+    return strides
+
+
 def cai_info(arg: Any) -> ArrayInfo:
     """From `__cuda_array_interface__` (which has no device: the driver is asked)."""
-    cai = arg.__cuda_array_interface__
-    dtype = np.dtype(cai["typestr"])
-    shape = tuple(int(s) for s in cai["shape"])
-    strides = cai.get("strides")
+    dtype, shape, strides, pointer = _interface(arg)
     contiguous = strides is None or _row_major(shape, strides, dtype.itemsize)
-    pointer = int(cai["data"][0])
-    elements = tuple(int(s) // dtype.itemsize for s in strides) if strides else None
+    elements = tuple(s // dtype.itemsize for s in strides) if strides else None
     return ArrayInfo(dtype.name, shape, contiguous, driver.pointer_device(pointer), pointer,
                      elements)
 
@@ -239,7 +295,14 @@ def _cupy_binder(param: Param, where: str, device: int) -> Binder:
 
 def _info_binder(info: Callable[[Any], ArrayInfo]) -> Callable[[Param, str, int], Binder]:
     def factory(param: Param, where: str, device: int) -> Binder:
-        return lambda arg: check(param, info(arg), where, device)
+        def bind(arg: Any) -> int:
+            try:
+                described = info(arg)
+            except InterfaceError as e:
+                raise ArgumentError(f"{where}: the array {e}") from None
+            return check(param, described, where, device)
+
+        return bind
 
     return factory
 

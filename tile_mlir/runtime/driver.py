@@ -143,7 +143,10 @@ def pointer_device(pointer: int) -> int | None:
     know as device memory (a host pointer)."""
     drv = cuda()
     attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-    err, ordinal = drv.cuPointerGetAttribute(attr, pointer)
+    try:
+        err, ordinal = drv.cuPointerGetAttribute(attr, pointer)
+    except Exception as e:  # the driver library is missing: no GPU to ask
+        raise NoGpuError(f"no usable CUDA driver or GPU: {e}") from e
     if err != drv.CUresult.CUDA_SUCCESS:
         return None
     return int(ordinal)
