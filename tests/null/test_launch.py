@@ -361,3 +361,33 @@ def test_functions_for_clusters_past_the_portable_size_are_allowed_them(
         driver.allow_cluster(function)
     assert drv.allowed == [("sixteen", "non-portable", 1), ("four_by_four", "non-portable", 1)]
 
+
+
+class _Exporter:
+    """A DLPack producer that returns what it is given."""
+
+    def __init__(self, capsule: Any, device: Any = (2, 0)):
+        self.capsule, self.device = capsule, device
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        return self.capsule
+
+    def __dlpack_device__(self) -> Any:
+        return self.device
+
+
+@pytest.mark.parametrize(("exporter", "message"), [
+    (_Exporter(5), r"has a __dlpack__\(\) that returned 'int', not an unconsumed 'dltensor'"),
+    (_Exporter(None), r"has a __dlpack__\(\) that returned 'NoneType', not an unconsumed"),
+    (_Exporter(5, "cuda"), r"has a __dlpack_device__\(\) of 'cuda', not \(device_type, "),
+])
+def test_a_bad_dlpack_export_is_named(fake: tuple[FakeDriver, Any], exporter: _Exporter,
+                                      message: str) -> None:
+    from tile_mlir import ops
+
+    drv, _ = fake
+    with pytest.raises(ArgumentError, match=f"argument 0 .*the array {message}"):
+        Kernel(SPEC, function="f")(exporter, 1.0, 0x7000)
+    with pytest.raises(TypeError, match=f"argument 'input' {message}"):
+        ops.exp(exporter)
+    assert not drv.launches

@@ -241,10 +241,22 @@ def _capsule_pointer() -> Any:
 def dlpack_info(arg: Any) -> ArrayInfo:
     """From a DLPack export. The capsule is read, not consumed: its destructor gives the
     tensor back to the producer, while the caller's `arg` keeps the memory alive."""
-    device_type, device_id = arg.__dlpack_device__()
+    device = arg.__dlpack_device__()
+    pair = _ints(device)
+    if pair is None or len(pair) != 2:
+        raise InterfaceError(f"has a __dlpack_device__() of {device!r}, not (device_type, "
+                             "device_id)")
+    device_type, device_id = pair
     capsule = arg.__dlpack__()
-    tensor = _DLTensor.from_address(_capsule_pointer()(capsule, b"dltensor"))
+    try:
+        address = _capsule_pointer()(capsule, b"dltensor")
+    except (ValueError, TypeError):
+        raise InterfaceError(f"has a __dlpack__() that returned {type(capsule).__name__!r}, "
+                             "not an unconsumed 'dltensor' capsule") from None
+    tensor = _DLTensor.from_address(address)
     shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+    if any(s < 0 for s in shape):
+        raise InterfaceError(f"has a DLPack tensor of shape {shape}")
     code, bits = tensor.dtype.code, tensor.dtype.bits
     itemsize = max(bits // 8, 1)
     contiguous = not tensor.strides or _row_major(
