@@ -79,9 +79,17 @@ def comparison(how: str) -> Body:
 
 
 def truth(value: Value) -> Value:
-    """value != 0 as i1 (NaN is true), as C converts to bool."""
+    """value != 0 as i1 (NaN is true), as C converts to bool. An 8-bit float (a kept
+    input: where's condition) is tested on its bits, sign aside: neither NVPTX nor the
+    conversion to LLVM compares fp8 values, and +-0 are its only zeros."""
     if kind(value.type) == "bool":
         return value
+    elem = emit.element_type(value.type)
+    if isinstance(elem, ir.FloatType) and ir.FloatType(elem).width == 8:
+        bits = arith.bitcast(emit.with_element_type(value.type, ir.IntegerType.get_signless(8)),
+                             value)
+        magnitude = arith.andi(bits, const(bits.type, 0x7F))
+        return arith.cmpi(arith.CmpIPredicate.ne, magnitude, const(bits.type, 0))
     return compare("ne", value, const(value.type, 0))
 
 
