@@ -139,8 +139,8 @@ def buffer_info(b: DeviceBuffer) -> ArrayInfo:
 
 
 class InterfaceError(ValueError):
-    """An array's `__cuda_array_interface__` that does not describe one the library can
-    read (the message reads after "argument 'x' ")."""
+    """An array's `__cuda_array_interface__` or DLPack export that does not describe one
+    the library can read (the message reads after "argument 'x' ")."""
 
 
 def _ints(value: Any) -> tuple[int, ...] | None:
