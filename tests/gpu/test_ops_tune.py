@@ -27,8 +27,21 @@ BROKEN = Strategy(4096, 16, 1, 1)  # more threads than a CTA may have
 
 
 def _reference(op: str, args: list[Any]) -> np.ndarray:
+    """The op of the tuner's arguments in float64 (softplus: beta 1, threshold 20, the
+    defaults the tuner leaves them at; silu_and_mul: one (M, 2N) input)."""
     host = [np.asarray(a.float().cpu(), np.float64) for a in args]
-    return host[0] + host[1] if op == "add" else np.exp(host[0])
+    x = host[0]
+    if op == "add":
+        return x + host[1]
+    if op == "softplus":
+        return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
+    if op == "silu_and_mul":
+        n = x.shape[-1] // 2
+        gate, up = x[..., :n], x[..., n:]
+        result: np.ndarray = gate / (1 + np.exp(-gate)) * up
+        return result
+    assert op == "exp", op
+    return np.exp(x)
 
 
 @pytest.mark.parametrize(("op", "dtype", "numel"), [("add", "f32", (1 << 16) + 3),
@@ -63,16 +76,6 @@ def test_every_candidate_is_timed_and_nothing_is_left_behind() -> None:
     assert not entry.PLANS and not strategy._forced
 
 
-def _gated_or_softplus(op: str, args: list[Any]) -> np.ndarray:
-    x = np.asarray(args[0].float().cpu(), np.float64)
-    if op == "softplus":  # beta 1, threshold 20: the defaults the tuner leaves them at
-        return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
-    n = x.shape[-1] // 2
-    gate, up = x[..., :n], x[..., n:]
-    result: np.ndarray = gate / (1 + np.exp(-gate)) * up
-    return result
-
-
 @pytest.mark.parametrize(("op", "dtype", "numel", "shapes"),
                          [("silu_and_mul", "bf16", 3 * tune.GATED_WIDTH,
                            [(3, 2 * tune.GATED_WIDTH)]),
@@ -86,7 +89,7 @@ def test_gated_ops_and_scalar_parameters_are_tuned_on_their_own_arguments(
     args, calls = tune.candidate_calls(op, dtype, numel, CHOICES, log.append)
     assert [tuple(a.shape) for a in args] == shapes
     assert list(calls) == CHOICES and not log
-    expected = _gated_or_softplus(op, args)
+    expected = _reference(op, args)
     rtol = {"bf16": 2.0 ** -8, "f16": 2.0 ** -10, "f32": 2.0 ** -20}[dtype]
     for call in calls.values():
         entry.PLANS.clear()
