@@ -38,8 +38,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def rng(request: pytest.FixtureRequest) -> np.random.Generator:
-    """Fresh random inputs every run; the seed is in the test's report for replay."""
-    seed = secrets.randbits(64)
+    """Fresh random inputs every run; the seed is in the test's report, and a run with
+    TILE_MLIR_TEST_SEED=<seed> replays it."""
+    seed = int(os.environ.get("TILE_MLIR_TEST_SEED") or secrets.randbits(64))
     request.node.user_properties.append(("seed", seed))
     print(f"seed {seed}")
     return np.random.default_rng(seed)

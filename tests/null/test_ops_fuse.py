@@ -220,6 +220,26 @@ def test_many_layouts_share_the_slot(device: Device, rng: np.random.Generator) -
             same_bits(got.numpy(), fn(first, mean, rstd, w, b).numpy(), fn.__name__)
 
 
+def test_a_cut_intermediate_is_computed_once(device: Device, rng: np.random.Generator) -> None:
+    """An intermediate that two later cuts both read (v6 below, and v5 and v4 inside it)
+    is computed once into its temporary and read from there by every later kernel (it was
+    computed again for the second cut: 8 kernels for 6 calls; CI's seed
+    15169871580766688903 of test_random_chains)."""
+    x = device.array(rng.standard_normal((6, 90)), "bf16").view((6, 45), (90, 2), 0)
+    y = device.array(rng.standard_normal((6, 90)), "bf16").view((6, 45), (90, 2), 1)
+    b = device.array(rng.standard_normal(45), "f32")
+
+    def chain(v0: Any, v1: Any, v2: Any) -> Any:
+        v4 = ops.where(ops.eq(v2, 2.0), 2.0, v0)
+        v6 = ops.where(ops.ge(v4, v1), v4, 7.0)
+        return ops.where(ops.le(v1, v6), v6, v0)
+
+    got, kernels = _launched(device, ops.fuse(chain), x, b, y)
+    heads = [line for text in kernels for line in text.splitlines() if "tile_mlir.ops" in line]
+    assert len(heads) == len(kernels) == len(set(heads)) <= 6, heads
+    same_bits(got.numpy(), chain(x, b, y).numpy(), "a shared intermediate")
+
+
 def test_numpy_arrays(device: Device, rng: np.random.Generator) -> None:
     x = rng.standard_normal((3, 50)).astype(np.float32)
     fused = ops.fuse(lambda x, b: ops.sigmoid(ops.add(x, b)))

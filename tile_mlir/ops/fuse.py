@@ -570,12 +570,15 @@ class Fused:
         return b.object_of(self._launch(b, steps, dict(trace.operands), out))
 
     def _launch(self, b: Builder, steps: list[Step], operands: dict[Key, Array | Scalar],
-                out: Array | None) -> Array:
+                out: Array | None, done: dict[Expression, Key] | None = None) -> Array:
         """The steps as one kernel into `out` (or a new output); where their inputs do not
         fit the dialect's slots, an intermediate is computed first into a temporary of its
         dtype (where the unfused call would store it: the same bits) and read from there,
-        until they do."""
+        until they do. Each intermediate is computed once: `done` holds those already in a
+        temporary, by their expression, and later kernels read them from it."""
+        done = {} if done is None else done
         while True:
+            steps = _reuse(steps, done)
             shape = steps[-1].shape
             try:
                 built = _build([s.link for s in steps], operands, shape, out, self.name)
@@ -585,10 +588,11 @@ class Fused:
                 b.place([o for o in operands.values() if isinstance(o, Array)])
                 k = _cut([s.link for s in steps])
                 temporary = b.temporary(steps[k].shape, steps[k].link.dtype)
-                self._launch(b, subchain(steps, k), operands, temporary)
+                self._launch(b, subchain(steps, k), operands, temporary, done)
                 key: Key = ("array", temporary.root, temporary.dtype, temporary.shape,
                             temporary.strides, 0)
                 operands[key] = temporary
+                done[_expressions(steps)[k]] = key
                 steps = _replaced(steps, k, key)
                 continue
             return elementwise.run_call(b, self._call(built, operands, shape), out)
@@ -617,12 +621,42 @@ def _cut(links: Sequence[fusion.Link[Key]]) -> int:
 def _replaced(steps: Sequence[Step], k: int, key: Key) -> list[Step]:
     """The steps with step k's result read from the input `key`, those no longer needed
     left out."""
+    return _read_from(steps, {k: key})
+
+
+def _read_from(steps: Sequence[Step], keys: dict[int, Key]) -> list[Step]:
+    """The steps with the results of steps `keys` names read from those inputs, the steps
+    no longer needed left out."""
     def moved(arg: Key | fusion.Result) -> Key | fusion.Result:
-        return key if isinstance(arg, fusion.Result) and arg.link == k else arg
+        return keys.get(arg.link, arg) if isinstance(arg, fusion.Result) else arg
 
     replaced = [Step(fusion.Link(s.link.row, tuple(moved(a) for a in s.link.args),
                                  s.link.dtype), s.shape) for s in steps]
     return subchain(replaced, len(replaced) - 1)
+
+
+Expression = tuple[Any, ...]
+"""A step's whole computation: its row, dtype, shape and arguments, each an input's key
+or the expression of the step it reads (the same value whatever the steps' numbering)."""
+
+
+def _expressions(steps: Sequence[Step]) -> list[Expression]:
+    made: list[Expression] = []
+    for s in steps:
+        made.append((s.link.row, s.link.dtype, s.shape,
+                     tuple(made[a.link] if isinstance(a, fusion.Result) else a
+                           for a in s.link.args)))
+    return made
+
+
+def _reuse(steps: Sequence[Step], done: dict[Expression, Key]) -> list[Step]:
+    """The steps with the intermediates already computed into a temporary read from it
+    (the last step is the one to compute, never read)."""
+    if not done:
+        return list(steps)
+    made = _expressions(steps)
+    keys = {k: done[e] for k, e in enumerate(made[:-1]) if e in done}
+    return _read_from(steps, keys) if keys else list(steps)
 
 
 def static(param: inspect.Parameter) -> bool:
