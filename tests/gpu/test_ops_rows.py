@@ -125,6 +125,23 @@ def test_every_op_dtype_and_length(op: str, dtype: str, n: int) -> None:
     print(run_op(op, dtype, (m, n)), f"[{plan.geometry.strategy}]")
 
 
+ONE_VECTOR_TAILS = ((33, "f32"), (900, "f32"), (264, "bf16"), (264, "f16"))
+"""Rows whose planned parts end in one vector (4 lanes of 33, 32 of 225 float4s, 16 of 33
+8-element vectors), several rows a CTA: the null tier found layer norm's variance
+counting that vector in every lane of its part (a slice cut to one element was taken for
+a broadcast)."""
+
+
+@pytest.mark.parametrize(("n", "dtype"), ONE_VECTOR_TAILS, ids=str)
+@pytest.mark.parametrize("op", OPS)
+def test_rows_ending_in_one_vector(op: str, n: int, dtype: str) -> None:
+    m = 37
+    plan = rows.plan_for(m, n, rows.vector_width(n, dtype, []), 0)
+    g = plan.geometry
+    assert g.strategy == "warp" and g.rows > 1 and (n // g.vec) % g.lanes == 1, plan.reason
+    print(run_op(op, dtype, (m, n)), f"[{g.lanes} lanes, {g.rows} rows a CTA]")
+
+
 def test_long_rows_take_clusters_of_16_on_a_whole_hopper() -> None:
     """On an H100 or H200 (sm_90, 132 SMs or more) the planner's 2^18-element rows run in
     clusters of 16 CTAs (not portable: the runtime allows them as it loads the kernel)."""

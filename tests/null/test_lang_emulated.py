@@ -149,6 +149,34 @@ def test_a_uniform_register_operand_covers_the_whole_tile(n: int,
     np.testing.assert_array_equal(z.numpy(), x + np.float32(2.5))
 
 
+@tl.kernel(threads=4, static=("N",))
+def _tail_beside_registers(x: Annotated[tl.Tensor, "f32", ("N",)],
+                           y: Annotated[tl.Tensor, "f32", (8,)]) -> None:
+    for k in range(2):
+        t = tl.alloc_reg((4,), tl.f32, "S[4:1@tid]")
+        tl.cta.fill(t, -1.0)
+        tl.cta.sub(t, x[k * 4:(k + 1) * 4], 0.5)  # the overlap only: the rest stays -1
+        tl.cta.copy(y[k * 4:(k + 1) * 4], t)
+
+
+@pytest.mark.parametrize("n", [5, 6, 8])
+def test_a_slice_cut_to_one_element_is_a_tail_not_a_broadcast(
+        n: int, rng: np.random.Generator) -> None:
+    """x[4:8] of a static 5 elements leaves one: beside a register tile of 4 it is the
+    tile's first element only (a static size 1 would be a broadcast into all 4: layer
+    norm's rows ending in one vector summed it 4 times), so its size is dynamic."""
+    device = Device()
+    x = rng.standard_normal(n).astype(np.float32)
+    y = device.array(np.full(8, np.nan, np.float32))
+    described = desc(device.array(x))
+    text = _tail_beside_registers.ir(described, desc(y))
+    assert ("memref<?xf32" in text) == (n == 5), text
+    launch(device, _tail_beside_registers, 1, device.array(x), y)
+    want = np.full(8, -1.0, np.float32)
+    want[:n] = x - np.float32(0.5)
+    np.testing.assert_array_equal(y.numpy(), want)
+
+
 @pytest.mark.parametrize("dtype", ["f8e4m3", "f8e5m2"])
 def test_where_tests_an_fp8_condition_for_truth(dtype: str, rng: np.random.Generator) -> None:
     """where's condition is kept in its own type and tested for truth (C's: nonzero, NaN

@@ -2,11 +2,13 @@
 dtype), argument errors that name the argument (before anything is launched or
 written), and the ops end to end on the pretend device.
 
-The pretend device runs threads one after another: it cannot run shuffles, barriers or
-clusters. Each strategy's program runs there in a form that needs none (one thread a
-row: "warp" with one lane; one thread a chunk: "split" with one lane, several chunks a
-row, both passes), against float64 NumPy; the programs with reductions across lanes,
-warps and CTAs are compiled and their PTX checked (test_rows_ptx.py), and run in the
+The pretend device runs a kernel's threads one after another, or, where they meet
+(shuffles, barriers), each CTA's threads together (support/simt.py); it cannot run
+clusters. Each strategy but "cluster" runs there against float64 NumPy: "warp" with one
+lane a row and with groups of 4 and 32 lanes (several rows a CTA, reductions by
+shuffles), "cta" (one row a CTA: shuffles, then the warps' partials through shared
+memory), "split" with one lane a chunk (several chunks a row, both passes). The
+cluster programs are compiled and their PTX checked (test_rows_ptx.py), and run in the
 gpu tier.
 """
 
@@ -211,6 +213,9 @@ def test_a_plan_refuses_overlapping_arrays_on_every_call(device: Device) -> None
 
 EMULATED = {
     "warp": rows.Forced("warp", lanes=1),  # a row a thread: no shuffles
+    "warp4": rows.Forced("warp", lanes=4),  # 4 lanes a row, several rows a CTA
+    "warp32": rows.Forced("warp", lanes=32),
+    "cta": rows.Forced("cta", lanes=64),  # two warps a row: their partials meet in shared
     "split": rows.Forced("split", lanes=1, parts=2),  # a chunk a thread, several a row
 }
 
@@ -272,7 +277,10 @@ def _fused_add(device: Device, rng: np.random.Generator, shape: tuple[int, ...],
 
 RUNS: dict[str, Run] = {"softmax": _softmax(False), "log_softmax": _softmax(True),
                         "rms_norm": _rms, "layer_norm": _layer, "fused_add_rms_norm": _fused_add}
-SHAPES = [(5, 37), (3, 1), (2, 3, 40), (1, 96)]
+SHAPES = [(5, 37), (3, 1), (2, 3, 40), (1, 96), (3, 33)]
+"""Rows of 37 and 33 f32 end in a part of one vector (4 and 32 lanes): its view is a tail
+of one element, which an op beside a register tile once took for a broadcast (layer
+norm's multi-row centered squares counted it in every lane)."""
 
 
 @pytest.mark.parametrize("strategy", sorted(EMULATED))
@@ -284,6 +292,30 @@ def test_every_op_and_strategy_on_the_pretend_device(device: Device, rng: np.ran
     with rows.forced(EMULATED[strategy]):
         for shape in SHAPES:
             RUNS[op](device, rng, shape, dtype)
+
+
+@pytest.mark.parametrize(("shape", "dtype"), [((5, 33), "f32"), ((3, 900), "f32"),
+                                             ((3, 264), "bf16")], ids=str)
+@pytest.mark.parametrize("op", sorted(RUNS))
+def test_planned_rows_ending_in_one_vector(device: Device, rng: np.random.Generator, op: str,
+                                           shape: tuple[int, int], dtype: str) -> None:
+    """The planner's own geometry (a group of 4, 32 or 16 lanes a row, several rows a
+    CTA) for rows whose last part is one vector: each op against float64 (layer norm's
+    variance once counted that vector in every lane)."""
+    m, n = shape
+    g = rows.choose(m, n, rows.vector_width(n, dtype, []), 16).geometry
+    assert g.strategy == "warp" and g.rows > 1 and (n // g.vec) % g.lanes == 1
+    RUNS[op](device, rng, shape, dtype)
+
+
+@pytest.mark.parametrize("op", sorted(RUNS))
+def test_a_cta_row_ending_in_one_element(device: Device, rng: np.random.Generator,
+                                         op: str) -> None:
+    """One row a CTA of 64 threads, rows of 65 and 129: the last part's view is one
+    element, a tail of run-time size (the cluster strategy's parts are the same views)."""
+    with rows.forced(rows.Forced("cta", lanes=64)):
+        for shape in ((2, 65), (3, 129)):
+            RUNS[op](device, rng, shape, "f32")
 
 
 # ------------------------------------------------------------------ layouts and edges

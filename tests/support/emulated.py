@@ -10,10 +10,13 @@ launched. The plans are the library's own: generated launchers that write the
 kernel's parameters into ctypes buffers and call a launch function; here the
 launch function reads the parameters back from those buffers, as the driver
 would. Elementwise and RoPE kernels, compiled from the library's tile programs by
-the compiler's passes, run in the host emulator (host.py); reduction kernels use
-shuffles and barriers the emulator cannot run, so their launches run a NumPy model
-of the program's signature (the view, strides, offset and stages the plan gave it),
-and the gpu tier runs the kernels themselves.
+the compiler's passes, run in the host emulator (host.py), thread after thread; the row
+ops' kernels whose threads meet (warp shuffles, barriers, shared memory: strategies
+"warp" and "cta") run with each CTA's threads together (simt.py), not those of a
+cluster. Reduction kernels run so too where a test asks (`Device.reduction_kernels`);
+otherwise their launches run a NumPy model of the program's signature (the view,
+strides, offset and stages the plan gave it: quick on the large shapes of the plan
+tests), and the gpu tier runs the kernels themselves.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from support.host import CARRIERS, Buffer, dtype_of, run
+from support import simt
+from support.host import CARRIERS, Buffer, NotEmulated, dtype_of, run
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.ops import args, entry, kernels, rope
 from tile_mlir.ops.args import Array
@@ -77,6 +81,9 @@ class Device:
         self.buffers: list[Buffer] = []
         self.next_address = 1 << 32
         self.launches: list[str] = []  # the text of every kernel launched
+        # reduction launches: the kernels themselves, threads together (simt.py), or a
+        # NumPy model of what they compute (quick on the large shapes of plan tests)
+        self.reduction_kernels = False
 
     def alloc(self, elements: int, dtype: str) -> Buffer:
         array = np.zeros(max(elements, 1), dtype_of(dtype))
@@ -105,6 +112,11 @@ class Device:
         return EmuArray(buffer, dtype, shape, strides)
 
 
+_TOGETHER: set[str] = set()
+"""Kernels whose threads meet (host.run refused them): run with a CTA's threads together
+(simt.py)."""
+
+
 class _Kernel:
     """A program's kernel on the pretend device: `launch` has cuLaunchKernel's signature
     and reads the arguments from the parameter buffers the plan wrote."""
@@ -119,10 +131,15 @@ class _Kernel:
         pointers = (ctypes.c_void_p * max(len(self.types), 1)).from_address(params)
         values = [t.from_address(pointers[i]).value for i, t in enumerate(self.types)]
         self.device.launches.append(self.text)
-        if isinstance(self.program, ReductionProgram):
+        if isinstance(self.program, ReductionProgram) and not self.device.reduction_kernels:
             reduce_model(self.program, values, self.device.buffers)
-        else:
-            run(self.text, gx, values, self.device.buffers)
+        elif self.text not in _TOGETHER:
+            try:
+                run(self.text, gx, values, self.device.buffers)
+            except NotEmulated:  # threads that meet: the row ops' shuffles and barriers
+                _TOGETHER.add(self.text)
+        if self.text in _TOGETHER:
+            simt.run(self.text, values, self.device.buffers, grid=gx)
         return (0,)
 
     def loaded(self) -> kernels.Loaded:

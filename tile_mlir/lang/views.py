@@ -140,9 +140,18 @@ def _slice(item: slice, extent: IndexLike, dim: int) -> tuple[IndexLike, IndexLi
             raise errors.program_error(f"dim {dim}: a negative bound needs a static extent")
     if isinstance(extent, int):
         start = _clamp_static(start, extent) if isinstance(start, int) else start
+        asked = stop
         stop = _clamp_static(stop, extent) if isinstance(stop, int) else \
             builder.index_op("min", stop, extent, False)
-    elif stop is not extent:
+        size = _size(start, stop, step, extent)
+        if isinstance(size, int) and size == 1 and isinstance(start, int) and \
+                isinstance(asked, int) and _size(start, asked, step, asked) > 1:
+            # a tail of one element: a static 1 would be taken for a broadcast by an op
+            # beside a register tile (the one element in every lane), so its size is
+            # given at run time, as a tail's is
+            return start, builder.index_constant(1), step
+        return start, size, step
+    if stop is not extent:
         stop = builder.index_op("min", _index(stop), extent, False)
     return start, _size(start, stop, step, extent), step
 

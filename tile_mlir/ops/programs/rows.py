@@ -200,10 +200,10 @@ class Rows:
     def vector_views(self, w: tl.Tensor) -> list[tl.Tensor]:
         """The part views of an [N] tensor (a weight), broadcast over the rows."""
         g = self.g
-        parts = self._parts(w.reshape((self.nv, g.vec)))
         if not self.multi:
-            return parts
-        return [p.reshape((1, p.shape[0], g.vec)) for p in parts]
+            return self._parts(w.reshape((self.nv, g.vec)))
+        whole = w.reshape((1, self.nv, g.vec))  # one row, broadcast over the CTA's rows
+        return [whole[:, k * g.lanes:(k + 1) * g.lanes] for k in range(self.parts)]
 
     def load(self, t: tl.Tensor, padding: float) -> list[tl.Tensor]:
         """The CTA's parts of t in registers (in t's dtype), padded past the row."""
