@@ -2,10 +2,11 @@
 compiles, and calls on the pretend device (emulated.py) with every kind of view: offset
 (misaligned), negative strides, expanded, transposed, sliced; dtype=, keepdim, out=.
 
-The pretend device cannot run a reduction kernel (shuffles, barriers): its launches run
-a NumPy model of the stage's signature (emulated.reduce_model), so what is checked
-here is the plan (views, strides, offsets, pointers, stages, outputs); the gpu tier
-runs the kernels on the same views.
+Most tests here check the plan (views, strides, offsets, pointers, stages, outputs):
+the pretend device's reduction launches run a NumPy model of the stage's signature
+(emulated.reduce_model). test_the_kernels_themselves runs the stage kernels, each CTA's
+threads together with their shuffles and barriers (support/simt.py), on small views;
+the gpu tier runs them on the same views and larger.
 """
 
 from __future__ import annotations
@@ -188,6 +189,31 @@ def test_views(device: Device, rng: np.random.Generator, name: str, dtype: str) 
             axes = None if dims is None else dims
             print(label, dims)
             _close(got, _reference(name, values, axes, False), dtype)
+
+
+@pytest.mark.parametrize(("name", "dtype"), [*((n, "f32") for n in reductions.NAMES),
+                                           ("sum", "bf16"), ("amax", "bf16")])
+def test_the_kernels_themselves(device: Device, rng: np.random.Generator, name: str,
+                                dtype: str) -> None:
+    """The stage kernels run (not the model) on a few rows (a CTA of 256 threads a row
+    takes a third of a second here): rows, columns and the whole, of views offset
+    (misaligned), transposed, reversed and strided, against float64."""
+    device.reduction_kernels = True
+    base = rng.standard_normal((3, 40)).astype(np.float32)
+    if name == "prod":  # values near 1: products that neither over- nor underflow
+        base = 1 + 0.01 * np.tanh(base)
+    buffer = device.array(base, dtype, offset=1)
+    host = buffer.numpy()
+    views = [("offset", buffer, host, (None, -1, 0)),
+             ("transposed", buffer.view((40, 3), (1, 40)), host.T, (None, -1, 0)),
+             ("reversed", buffer.view((3, 40), (-40, 1), 80), host[::-1], (-1,)),
+             ("strided", buffer.view((3, 17), (40, 2), 3), host[:, 3:37:2], (-1, None))]
+    for label, view, values, dims in views:
+        for dim in dims:
+            print(label, dim)
+            _close(getattr(ops, name)(view, dim=dim), _reference(name, values, dim, False),
+                   dtype)
+    assert len(device.launches) >= 9
 
 
 def test_prod_and_keepdim(device: Device, rng: np.random.Generator) -> None:
