@@ -201,7 +201,7 @@ def test_the_kernels_themselves(device: Device, rng: np.random.Generator, name: 
     device.reduction_kernels = True
     base = rng.standard_normal((3, 40)).astype(np.float32)
     if name == "prod":  # values near 1: products that neither over- nor underflow
-        base = 1 + 0.01 * np.tanh(base)
+        base = (1 + 0.01 * np.tanh(base)).astype(np.float32)
     buffer = device.array(base, dtype, offset=1)
     host = buffer.numpy()
     views = [("offset", buffer, host, (None, -1, 0)),
