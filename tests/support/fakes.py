@@ -116,7 +116,7 @@ class LeanDevice(NamedTuple):
 class LeanTensor:
     """A CUDA tensor as the library's fast path sees torch's: dtype, shape, device are
     plain attributes (torch's are C getters, which no profiler counts as calls),
-    data_ptr() and stride() methods (one call each, as torch's C methods)."""
+    data_ptr(), stride() and get_device() methods (one call each, as torch's C methods)."""
 
     is_cuda = True
 

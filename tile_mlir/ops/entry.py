@@ -13,7 +13,7 @@ parameters (the public signature after the builder), and the role of each parame
 
 `op(...)` writes the public function as Python source: for each parameter a few
 attribute reads make its part of the key (a torch tensor: dtype, shape, strides,
-pointer alignment `ptr & 15`, device; a number: its type and, where the plan depends on
+pointer alignment `ptr & 15`, device index; a number: its type and, where the plan depends on
 its value, a class expression such as `alpha == 1`; out=: its layout and whether its
 pointer is an input's), then one dict lookup finds the plan's launcher (plan.py), which
 allocates, writes the pointers and numbers and launches. Anything the key cannot
@@ -114,7 +114,7 @@ def keyof(value: Any) -> tuple[tuple[Any, ...], int] | None:
             return None
         pointer = value.data_ptr()
         return (value.dtype, tuple(value.shape), tuple(value.stride()), pointer & _ALIGN_MASK,
-                value.device), pointer
+                value.get_device()), pointer
     try:
         found = args.describe(value, "argument")
     except TypeError:
@@ -183,7 +183,8 @@ def op(roles: dict[str, str], classes: dict[str, str] | None = None,
 
 SLOTS = 5
 """Key entries per array parameter, whatever it was given as; the first two tell the
-cases apart: a torch tensor (dtype, shape, strides, pointer alignment, device), None
+cases apart: a torch tensor (dtype, shape, strides, pointer alignment, device index:
+get_device(), an int, is cheaper to make and to hash than a torch.device), None
 (None, None, ...), a number (its type or (type, class), None, ...), any other array
 (keyof's description, _Generic, None, ...). One flat tuple per call: no tuple built per
 parameter, and hashing it does not recurse."""
@@ -214,7 +215,7 @@ def _tensor_entries(value: str, pointer: str) -> list[str]:
     """A torch tensor's key entries: what a plan depends on (the misalignment under
     KERNEL_ARG_ALIGN, not the pointer: that is read per call). keyof's are the same."""
     return [f"{value}.dtype", f"{value}.shape", f"{value}.stride()",
-            f"{pointer} & {_ALIGN_MASK}", f"{value}.device"]
+            f"{pointer} & {_ALIGN_MASK}", f"{value}.get_device()"]
 
 
 def _array_key(value: str, pointer: str) -> str:
