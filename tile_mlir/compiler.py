@@ -34,7 +34,7 @@ from tile_mlir.runtime import cache as kernel_cache
 from tile_mlir.runtime.binary import detect_chip, specific_chip
 from tile_mlir.runtime.program import Program
 from tile_mlir.runtime.spec import KernelSpec, Param
-from tile_mlir.toolchain import assemble
+from tile_mlir.toolchain import settle
 
 # ------------------------------------------------------------- kernel specs
 
@@ -240,6 +240,7 @@ def _compile(text: str, module: ir.Module | None, *, path: Path | None, name: st
             chip = specific_chip(chip, stages[stage])
         ptx = binaries(module)
     result = Program(chip, kernels, ptx, {}, stages)
-    if cubin:
-        result.cubin = {m: assemble(text_, chip) for m, text_ in ptx.items()}
+    if cubin:  # the PTX kept is the PTX assembled (an occupancy request may be dropped)
+        for m, text_ in list(ptx.items()):
+            ptx[m], result.cubin[m] = settle(text_, chip)
     return result

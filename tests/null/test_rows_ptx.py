@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 import tile_mlir
+from tile_mlir import toolchain
 from tile_mlir.ops import rows
 from tile_mlir.ops.programs import rows as programs
 from tile_mlir.ops.programs.lang import LangProgram
@@ -117,6 +118,26 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
         (reductions if clustered else 0)
     assert "ld.shared::cluster" not in ptx
     assert (f".reqnctapercluster {g.ctas}, 1, 1" in ptx) == clustered
+    _check_occupancy(_program(op, g, m, n, dtype), ptx, registers)
+
+
+def _check_occupancy(program: LangProgram, ptx: str, registers: int) -> None:
+    """A cluster's kernel asks for the CTAs of CLUSTER_REGISTERS a thread an SM holds;
+    the PTX keeps the request where ptxas fits it without spilling (the registers then
+    fit that many CTAs), and has dropped it where the request made ptxas spill."""
+    g = Geometry.of(dict(program.spec.constexprs)["G"])
+    wanted = programs.REGISTERS // (g.threads * programs.CLUSTER_REGISTERS)
+    expected = wanted if g.strategy == "cluster" and wanted > 1 else None
+    assert program.spec.occupancy == expected
+    kept = re.findall(r"\.minnctapersm (\d+)", ptx)
+    if expected is None:
+        assert not kept
+    elif kept:
+        assert kept == [str(expected)]
+        assert registers * g.threads * expected <= programs.REGISTERS
+    else:
+        requested = ptx.replace(".maxntid", f".minnctapersm {expected}\n.maxntid", 1)
+        assert toolchain.spills(_ptxas(requested)), "a request that fits was dropped"
 
 
 @pytest.mark.parametrize("op", sorted(REDUCTIONS))

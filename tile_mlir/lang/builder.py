@@ -390,6 +390,9 @@ def emit_kernel(fn: Callable[..., Any], spec: Specialization, module: ir.Module,
             func.attributes["known_grid_size"] = ir.DenseI32ArrayAttr.get(list(build.grid))
         if spec.cluster is not None:  # .reqnctapercluster: a plain launch runs clusters
             func.attributes["nvvm.cluster_dim"] = ir.DenseI32ArrayAttr.get(list(spec.cluster))
+        if spec.occupancy is not None:  # .minnctapersm
+            func.attributes["nvvm.minctasm"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(32), spec.occupancy)
     return func
 
 

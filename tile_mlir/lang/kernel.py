@@ -121,7 +121,8 @@ def _param(name: str, annotation: Any, default: Any, where: str) -> ParamInfo:
 
 
 def kernel_info(fn: Callable[..., Any], threads: Any, name: str, static: tuple[str, ...],
-                index_bits: int | None, *, cluster: Any = None) -> KernelInfo:
+                index_bits: int | None, *, cluster: Any = None, occupancy: Any = None
+                ) -> KernelInfo:
     """What the specialization needs of a kernel function, from its signature."""
     where = f"@tl.kernel {fn.__qualname__}"
     annotations = _annotations(fn)
@@ -140,7 +141,7 @@ def kernel_info(fn: Callable[..., Any], threads: Any, name: str, static: tuple[s
     _check_dims(params, static, where)
     qualname = f"{fn.__module__}.{fn.__qualname__}"
     return KernelInfo(name, qualname, tuple(params), threads, static, index_bits,
-                      cluster=cluster, open=is_open)
+                      cluster=cluster, occupancy=occupancy, open=is_open)
 
 
 def _check_dims(params: Sequence[ParamInfo], static: Sequence[str], where: str) -> None:
@@ -183,7 +184,7 @@ class KernelFunction:
 
     def __init__(self, fn: Callable[..., Any], threads: Any = 256, name: str | None = None,
                  static: Sequence[str] = (), index_bits: int | None = None, *,
-                 cluster: Any = None):
+                 cluster: Any = None, occupancy: Any = None):
         if index_bits not in (None, 64):
             raise ValueError("index_bits is None (32 where the arrays allow) or 64")
         self.fn = fn
@@ -192,6 +193,7 @@ class KernelFunction:
         self.static = tuple(static)
         self.index_bits = index_bits
         self.cluster = cluster
+        self.occupancy = occupancy
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         # the source as it was defined: an edit after the import must not name this code
@@ -220,7 +222,7 @@ class KernelFunction:
     def info(self) -> KernelInfo:
         """The parameters, read on first use (annotations may name what is defined later)."""
         return kernel_info(self.fn, self.threads, self.name, self.static, self.index_bits,
-                           cluster=self.cluster)
+                           cluster=self.cluster, occupancy=self.occupancy)
 
     @cached_property
     def _constants(self) -> tuple[frozenset[int], frozenset[str]]:
@@ -522,18 +524,18 @@ class _Launcher:
 @typing.overload
 def kernel(fn: Callable[..., Any], *, threads: Any = 256, name: str | None = None,
            static: Sequence[str] = (), index_bits: int | None = None,
-           cluster: Any = None) -> KernelFunction: ...
+           cluster: Any = None, occupancy: Any = None) -> KernelFunction: ...
 
 
 @typing.overload
 def kernel(fn: None = None, *, threads: Any = 256, name: str | None = None,
-           static: Sequence[str] = (), index_bits: int | None = None, cluster: Any = None
-           ) -> Callable[[Callable[..., Any]], KernelFunction]: ...
+           static: Sequence[str] = (), index_bits: int | None = None, cluster: Any = None,
+           occupancy: Any = None) -> Callable[[Callable[..., Any]], KernelFunction]: ...
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, threads: Any = 256,
            name: str | None = None, static: Sequence[str] = (),
-           index_bits: int | None = None, cluster: Any = None) -> Any:
+           index_bits: int | None = None, cluster: Any = None, occupancy: Any = None) -> Any:
     """Make a tile kernel of a Python function: `@tl.kernel` or `@tl.kernel(threads=...)`.
 
     threads: the CTA's threads, an int, (x, y, z), or a callable of the constexprs and
@@ -542,13 +544,16 @@ def kernel(fn: Callable[..., Any] | None = None, *, threads: Any = 256,
     index_bits: 64 to keep 64-bit indices even where 32 bits would do. cluster: the
     CTAs of a thread block cluster (sm_90), as threads is given: the kernel runs in
     clusters (nvvm.cluster_dim), its ops may take scope `tl.cluster`, and its grid must
-    be whole clusters.
+    be whole clusters. occupancy: the CTAs an SM should fit at once, as threads is given
+    (None: no request): ptxas caps the registers of a thread to fit them
+    (.minnctapersm); a request that would make it spill is dropped (toolchain.assemble).
 
     A function with `**params` is an open kernel: its parameters are those of the
     Specializations its caller makes (the operator library's kernels, whose operands
     vary), and it is built from them (ir, build, emit, compile), not launched on arrays.
     """
     def wrap(f: Callable[..., Any]) -> KernelFunction:
-        return KernelFunction(f, threads, name, static, index_bits, cluster=cluster)
+        return KernelFunction(f, threads, name, static, index_bits, cluster=cluster,
+                              occupancy=occupancy)
 
     return wrap(fn) if fn is not None else wrap

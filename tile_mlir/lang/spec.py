@@ -77,6 +77,7 @@ class KernelInfo:
     static: tuple[str, ...] = ()
     index_bits: int | None = None  # None: 32 where the arrays allow
     cluster: Any = None  # CTAs per cluster: None, an int, (x, y, z) or a callable like threads
+    occupancy: Any = None  # CTAs per SM to fit: None, an int or a callable like threads
     open: bool = False  # **params: the parameters are its Specializations' (made by a caller)
 
 
@@ -131,13 +132,16 @@ class Specialization:
     index_bits: int
     overlaps: tuple[tuple[str, str], ...] = ()  # arrays whose memory overlaps
     cluster: tuple[int, int, int] | None = None  # CTAs per thread block cluster
+    occupancy: int | None = None  # CTAs an SM should fit (.minnctapersm), None: no request
 
     def __repr__(self) -> str:
         parts = [", ".join(map(repr, self.params))]
         if self.constexprs or self.static:
             parts.append(", ".join(f"{n}={v!r}" for n, v in (*self.constexprs, *self.static)))
         cluster = f", cluster {'x'.join(map(str, self.cluster))}" if self.cluster else ""
-        parts.append(f"block {'x'.join(map(str, self.block))}{cluster}, i{self.index_bits}")
+        fits = f", {self.occupancy} CTAs/SM" if self.occupancy else ""
+        parts.append(f"block {'x'.join(map(str, self.block))}{cluster}{fits}, "
+                     f"i{self.index_bits}")
         if self.overlaps:
             parts.append("overlapping " + ", ".join(f"{a}~{b}" for a, b in self.overlaps))
         return f"<{self.kernel.rsplit('.', 1)[-1]}: {'; '.join(parts)}>"
@@ -341,6 +345,17 @@ def cluster_of(info: KernelInfo, values: Mapping[str, Any]) -> tuple[int, int, i
     return None if dims == (1, 1, 1) else dims
 
 
+def occupancy_of(info: KernelInfo, values: Mapping[str, Any]) -> int | None:
+    """The CTAs per SM a kernel with `occupancy=` asks ptxas to fit (None: no request)."""
+    wanted = info.occupancy(dict(values)) if callable(info.occupancy) else info.occupancy
+    if wanted is None:
+        return None
+    if isinstance(wanted, bool) or not isinstance(wanted, int) or not 1 <= wanted <= 32:
+        raise ArgumentError(f"@tl.kernel {info.name}: occupancy is None or the CTAs an SM "
+                            f"should fit, an int from 1 to 32; got {wanted!r}")
+    return wanted
+
+
 def index_bits(arrays: Sequence[Described]) -> int:
     """32 when every index into the arrays (with HEADROOM) fits INDEX_LIMIT and no stride
     is negative (32-bit offsets below a base may be widened unsigned), else 64."""
@@ -424,7 +439,8 @@ def specialize(info: KernelInfo, values: Sequence[Any]) -> Bound:
     spec = Specialization(
         info.qualname, params, tuple(constexprs), tuple(static.items()),
         block_of(info, known), bits,
-        overlaps([(tensors[n].name, d) for n, d in arrays.items()]), cluster_of(info, known))
+        overlaps([(tensors[n].name, d) for n, d in arrays.items()]), cluster_of(info, known),
+        occupancy_of(info, known))
     return Bound(spec, arrays, scalars, {name: size for name, (size, _) in binding.dims.items()})
 
 

@@ -100,6 +100,27 @@ def _cluster(constexprs: dict[str, Any]) -> int | None:
     return g.ctas if g.ctas > 1 else None
 
 
+REGISTERS = 65536
+"""32-bit registers of an SM (every sm_70..sm_90 GPU)."""
+CLUSTER_REGISTERS = 80
+"""Registers a thread of a cluster's row kernel is asked to make do with (its 64 values
+of the row, ops/rows.py's CLUSTER_HELD, and 16 more), through tl.kernel's occupancy: the
+CTAs of that many registers a thread an SM holds (3 of 256 threads, 6 of 128). ptxas
+left alone gave some of these kernels 96-112 registers, and so an SM one CTA fewer.
+Measured on an H100 (rows of 2^16 and 2^18, bench/fused.py's sizes, each op with and
+without the request in one run): layer norm bf16 2^18 1.96 -> 2.28 TB/s, softmax f32 2^18
+2.53 -> 2.70, RMSNorm f32 2^18 2.68 -> 2.72, the rest within 1%; where the cap made ptxas
+spill (layer norm f32; 1-10% slower), the toolchain drops the request."""
+
+
+def _occupancy(constexprs: dict[str, Any]) -> int | None:
+    g = Geometry.of(constexprs["G"])
+    if g.strategy != "cluster":
+        return None
+    ctas = REGISTERS // (g.threads * CLUSTER_REGISTERS)
+    return ctas if ctas > 1 else None
+
+
 # ------------------------------------------------------------------ row tiles
 
 
@@ -464,12 +485,12 @@ Vector = Annotated[tl.Tensor, "D", ("N",)]
 Stats = Annotated[tl.Tensor, "f32", ("M", "S", "CH")]
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, static=("N",))
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
 def softmax_rows(x: Row, y: Row, *, G: tl.constexpr, LOG: tl.constexpr = False) -> None:
     softmax_rows_body(Rows(Geometry.of(G), x.shape[1]), x, y, LOG)
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, static=("N",))
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
 def rms_norm_rows(x: Row, w: Vector, y: Row, eps: tl.f32, *, G: tl.constexpr,
                   HAS_W: tl.constexpr = True) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
@@ -477,7 +498,7 @@ def rms_norm_rows(x: Row, w: Vector, y: Row, eps: tl.f32, *, G: tl.constexpr,
     rms_apply(rows, raw, rows.sum_of_squares(raw), eps=eps, w=w if HAS_W else None, y=y)
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, static=("N",))
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
 def layer_norm_rows(x: Row, w: Vector, b: Vector, y: Row, eps: tl.f32, *, G: tl.constexpr,
                     HAS_W: tl.constexpr = True, HAS_B: tl.constexpr = True) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
@@ -488,14 +509,15 @@ def layer_norm_rows(x: Row, w: Vector, b: Vector, y: Row, eps: tl.f32, *, G: tl.
                 y=y)
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, static=("N",))
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
 def add_rms_norm_rows(x: Row, r: Row, w: Vector, eps: tl.f32, *, G: tl.constexpr) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
     total = add_residual(rows, x, r)
     rms_apply(rows, total, rows.sum_of_squares(total), eps=eps, w=w, y=x)
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
+           static=("N", "S", "CH"))
 def softmax_stats(x: Row, stats: Stats, *, G: tl.constexpr) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
     raw = rows.load(x, NEG_INF)
@@ -508,7 +530,8 @@ def softmax_stats(x: Row, stats: Stats, *, G: tl.constexpr) -> None:
     put(rows, stats, [m, rows.reduce("sum", exps)])
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
+           static=("N", "S", "CH"))
 def softmax_split(x: Row, stats: Stats, y: Row, *, G: tl.constexpr,
                   LOG: tl.constexpr = False) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
@@ -516,19 +539,22 @@ def softmax_split(x: Row, stats: Stats, y: Row, *, G: tl.constexpr,
     softmax_apply(rows, rows.load(x, NEG_INF), m, s, y, log=LOG)
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
+           static=("N", "S", "CH"))
 def rms_stats(x: Row, stats: Stats, *, G: tl.constexpr) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
     put(rows, stats, [rows.sum_of_squares(rows.load(x, 0.0))])
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
+           static=("N", "S", "CH"))
 def add_rms_stats(x: Row, r: Row, stats: Stats, *, G: tl.constexpr) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
     put(rows, stats, [rows.sum_of_squares(add_residual(rows, x, r))])
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
+           static=("N", "S", "CH"))
 def rms_split(x: Row, w: Vector, stats: Stats, y: Row, eps: tl.f32, *, G: tl.constexpr,
               HAS_W: tl.constexpr = True) -> None:
     """Pass 2 of RMSNorm (x the input) and of the fused add (x the residual, y the input
@@ -539,7 +565,8 @@ def rms_split(x: Row, w: Vector, stats: Stats, y: Row, eps: tl.f32, *, G: tl.con
     rms_apply(rows, rows.load(x, 0.0), ss, eps=eps, w=w if HAS_W else None, y=y)
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
+           static=("N", "S", "CH"))
 def layer_stats(x: Row, stats: Stats, *, G: tl.constexpr) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
     raw = rows.load(x, 0.0)
@@ -550,7 +577,8 @@ def layer_stats(x: Row, stats: Stats, *, G: tl.constexpr) -> None:
     put(rows, stats, [held, mean, m2])
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, static=("N", "S", "CH"))
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
+           static=("N", "S", "CH"))
 def layer_split(x: Row, w: Vector, b: Vector, stats: Stats, y: Row,  # noqa: PLR0917 - the kernel's arguments
                 eps: tl.f32, *, G: tl.constexpr, HAS_W: tl.constexpr = True,
                 HAS_B: tl.constexpr = True) -> None:
