@@ -108,9 +108,12 @@ of the row, ops/rows.py's CLUSTER_HELD, and 16 more), through tl.kernel's occupa
 CTAs of that many registers a thread an SM holds (3 of 256 threads, 6 of 128). ptxas
 left alone gave some of these kernels 96-112 registers, and so an SM one CTA fewer.
 Measured on an H100 (rows of 2^16 and 2^18, bench/fused.py's sizes, each op with and
-without the request in one run): layer norm bf16 2^18 1.96 -> 2.28 TB/s, softmax f32 2^18
-2.53 -> 2.70, RMSNorm f32 2^18 2.68 -> 2.72, the rest within 1%; where the cap made ptxas
-spill (layer norm f32; 1-10% slower), the toolchain drops the request."""
+without the request in one run, every request honoured): softmax f32 2^18 2.53 -> 2.70
+TB/s, RMSNorm f32 2^18 2.68 -> 2.72, layer norm bf16 2^18 1.96 -> 2.28 (with a spill of a
+few bytes), the rest within 1%; layer norm f32 spilled tens of bytes and ran 6-10% slower.
+The toolchain drops a request that spills at all, so with CUDA 13.0's ptxas the layer
+norm kernels keep their 89-96 registers (bench/results/fused: softmax f32 2^18 2.52 ->
+2.67, the rest unchanged)."""
 
 
 def _occupancy(constexprs: dict[str, Any]) -> int | None:
