@@ -93,7 +93,8 @@ CASES = [
 def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype: str) -> None:
     plan = rows.choose(m, n, rows.vector_width(n, dtype, []), clusters=16)
     g = plan.geometry
-    ptx, registers = _compiled(_program(op, g, m, n, dtype))
+    program = _program(op, g, m, n, dtype)
+    ptx, registers = _compiled(program)
     assert registers <= 65536 // g.threads  # the CTA fits an SM's registers
     loads = "ld.global.v4.b32" if op == "fused_add_rms_norm" else "ld.global.nc.v4.b32"
     assert loads in ptx, "the row is not read in 16-byte loads"
@@ -118,7 +119,7 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
         (reductions if clustered else 0)
     assert "ld.shared::cluster" not in ptx
     assert (f".reqnctapercluster {g.ctas}, 1, 1" in ptx) == clustered
-    _check_occupancy(_program(op, g, m, n, dtype), ptx, registers)
+    _check_occupancy(program, ptx, registers)
 
 
 def _check_occupancy(program: LangProgram, ptx: str, registers: int) -> None:
