@@ -13,6 +13,7 @@ import pytest
 
 from support.emulated import Device, EmuArray
 from support.fakes import FakeDtype as Dtype
+from support.fakes import guards_module
 from tile_mlir.dtypes import DTYPES
 
 
@@ -116,7 +117,8 @@ def module(device: Device) -> types.ModuleType:
     torch.full = full  # type: ignore[attr-defined]
     torch.device = lambda kind, index=0: CudaDevice()  # type: ignore[attr-defined]
     torch.tensor = tensor  # type: ignore[attr-defined]
-    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0)  # type: ignore[attr-defined]
+    torch._C = types.SimpleNamespace(  # type: ignore[attr-defined]
+        _cuda_getCurrentRawStream=lambda device: 0, _dynamo=guards_module())
     return torch
 
 

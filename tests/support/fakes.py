@@ -146,6 +146,40 @@ class LeanTensor:
         return len(self.shape)
 
 
+class FakeTensorGuards:
+    """torch._C._dynamo.guards.TensorGuards as the library's inline cache uses it (made
+    from tensors, with dynamo's keywords), over what torch's compares: `check(*tensors)`
+    is true where each has the Python type, dtype, device index, shape, strides and
+    layout (torch: the dispatch keys) of the tensor in its place, and none is passed
+    twice; a count other than the tensors' is a TypeError, as torch's."""
+
+    def __init__(self, *tensors: Any, dynamic_dims_sizes: Any = None,
+                 dynamic_dims_strides: Any = None):
+        assert dynamic_dims_sizes is None and dynamic_dims_strides is None
+        self.tensors = [self._of(t) for t in tensors]
+
+    @staticmethod
+    def _of(tensor: Any) -> tuple[Any, ...]:
+        return (type(tensor), tensor.dtype, tuple(tensor.shape), tuple(tensor.stride()),
+                tensor.get_device(), getattr(tensor, "layout", None),
+                getattr(tensor, "is_nested", False))
+
+    def check(self, *tensors: Any) -> bool:
+        if len(tensors) != len(self.tensors):
+            raise TypeError("wrong length")
+        if len({id(t) for t in tensors}) != len(tensors):
+            return False
+        for tensor, want in zip(tensors, self.tensors, strict=True):  # (no generator: the
+            if type(tensor) is not want[0] or self._of(tensor) != want:  # profiler would
+                return False  # count its steps as calls of the library's)
+        return True
+
+
+def guards_module() -> types.SimpleNamespace:
+    """torch._C._dynamo with the guards the library's inline cache asks for."""
+    return types.SimpleNamespace(guards=types.SimpleNamespace(TensorGuards=FakeTensorGuards))
+
+
 def lean_torch() -> types.ModuleType:
     """A `torch` of LeanTensors: empty() hands out a fresh tensor at a new 256-byte aligned
     address (one call, as torch.empty's), the current raw stream is 0x5000."""
@@ -167,5 +201,5 @@ def lean_torch() -> types.ModuleType:
     torch.empty_like = empty_like  # type: ignore[attr-defined]
     torch.lean_device = device  # type: ignore[attr-defined]
     torch._C = types.SimpleNamespace(  # type: ignore[attr-defined]
-        _cuda_getCurrentRawStream=lambda index: 0x5000)
+        _cuda_getCurrentRawStream=lambda index: 0x5000, _dynamo=guards_module())
     return torch

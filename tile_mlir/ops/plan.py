@@ -15,6 +15,9 @@ whose key matched (entry.py), the launcher allocates the outputs (torch: from an
 of the call, `_torch_alloc`; cupy.empty), reads the caller's current stream and passes
 the pointers and numbers of each launch to its launcher (the constants packed once),
 which packs them and calls cuLaunchKernel; no loop, no dict, no helper per argument.
+Given a `Prologue` (entry.py's inline cache), the source has a second function,
+`checked(<the op's parameters>)`, whose own checks read the pointers or answer `_MISS`,
+followed by the same statements.
 
 Each launch goes through the compiled launcher (runtime/_launch.c, built by pip
 install: the values packed in C, cuLaunchKernel called directly) when it was built;
@@ -244,11 +247,11 @@ class Builder:
 
     # ------------------------------------------------------------------ finish
 
-    def finish(self) -> Launcher:
-        """Load the kernels, write the launcher."""
+    def finish(self, prologue: Prologue | None = None) -> Launcher:
+        """Load the kernels, write the launcher (with a checked entry after `prologue`)."""
         for launch in self.launches:
             launch.kernel = kernels.get(launch.program, self.device)
-        return Launcher(self)
+        return Launcher(self, prologue)
 
 
 def _pointer_text(ptr: Ptr) -> str:
@@ -364,10 +367,34 @@ def _launch_lines(n: int, launch: _Launch) -> list[str]:
     return [f"    _e = {call}", f"    if _e and _RETRY{n}(_e):\n        _FAIL({n}, {call})"]
 
 
-def source(plan: Builder, names: dict[str, Any]) -> str:
-    """The launcher's Python source; `names` receives the constants it refers to."""
+@dataclass(frozen=True)
+class Prologue:
+    """A second entry into a launcher, for calls like the one that made it (entry.py's
+    inline cache): `checked(<params>)` runs `lines` first, which answer `_MISS` for a
+    call the plan may not serve and otherwise set every pointer variable the launcher
+    takes; `names` holds the constants they use."""
+
+    params: tuple[str, ...]
+    lines: tuple[str, ...]
+    names: dict[str, Any]
+
+
+def source(plan: Builder, names: dict[str, Any], prologue: Prologue | None = None) -> str:
+    """The launcher's Python source (with `checked` after `launch` where a prologue is
+    given); `names` receives the constants it refers to."""
+    body = _body(plan, names)
+    text = "\n".join([f"def launch({', '.join(plan.params)}):", *body]) + "\n"
+    if prologue is None:
+        return text
+    names.update(prologue.names)
+    return text + "\n".join([f"def checked({', '.join(prologue.params)}):",
+                             *(f"    {line}" for line in prologue.lines), *body]) + "\n"
+
+
+def _body(plan: Builder, names: dict[str, Any]) -> list[str]:
+    """The launcher's statements after its signature."""
     params = ", ".join(plan.params)
-    lines = [f"def launch({params}):"]
+    lines: list[str] = []
     if any(launch.kernel is None or launch.kernel.native is None for launch in plan.launches):
         # ctypes parameter slots: this thread's own (the compiled launcher packs per call)
         lines += ["    if not _LOCAL.mine:", f"        return _OTHER_THREAD({params})"]
@@ -380,7 +407,7 @@ def source(plan: Builder, names: dict[str, Any]) -> str:
     for n, launch in enumerate(plan.launches):
         lines.extend(_launch_lines(n, launch))
     lines.append(f"    return {plan.result}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 class _Mine(threading.local):
@@ -415,18 +442,20 @@ def _fail(n: int, error: Any) -> None:
 class Launcher:
     """A plan as a compiled Python function; call it with the launcher's parameters."""
 
-    def __init__(self, plan: Builder):
+    def __init__(self, plan: Builder, prologue: Prologue | None = None):
         self.plan = plan
         names: dict[str, Any] = {}
-        text = source(plan, names)
+        text = source(plan, names, prologue)
         self.text = text
         self.code = compile(text, f"<tile_mlir.ops plan of {plan.op}>", "exec")
         self.constants = names
         self.full: Callable[..., Any] | None = None  # the op's full path (set by entry.py)
+        self.checked: Callable[..., Any] | None = None  # with a prologue: its entry
         self.function = self._instance()
 
     def _instance(self) -> Callable[..., Any]:
-        """The launcher with parameter buffers of its own, owned by the calling thread."""
+        """The launcher with parameter buffers of its own, owned by the calling thread
+        (and `checked`, the prologue's entry, set from the first)."""
         plan = self.plan
         mine = _Mine()
         mine.mine = True
@@ -449,6 +478,8 @@ class Launcher:
             namespace[f"_RETRY{n}"] = _retrier(launch.kernel)
         exec(self.code, namespace)
         function: Callable[..., Any] = namespace["launch"]
+        if self.checked is None:
+            self.checked = namespace.get("checked")
         return function
 
     def _other_thread(self, *values: Any) -> Any:

@@ -127,7 +127,7 @@ def candidate_calls(op: str, dtype: str, numel: int, candidates: Sequence[Strate
                 continue
 
             def call(plans: dict[Any, Any] = plans) -> Any:
-                entry.PLANS.update(plans)
+                entry.adopt(plans)
                 return fn(*args)
 
             calls[choice] = call
@@ -147,7 +147,7 @@ def time_candidates(op: str, dtype: str, numel: int, candidates: Sequence[Strate
     try:
         timings = timing.DeviceTimer(reps).time(calls)
     finally:
-        entry.PLANS.clear()  # the last candidate's plans: the op plans again
+        entry.clear()  # the last candidate's plans: the op plans again
     return {choice: t.median_s for choice, t in timings.items()}
 
 
