@@ -34,7 +34,7 @@ from tile_mlir.runtime import cache as kernel_cache
 from tile_mlir.runtime.binary import detect_chip, specific_chip
 from tile_mlir.runtime.program import Program
 from tile_mlir.runtime.spec import KernelSpec, Param
-from tile_mlir.toolchain import settle
+from tile_mlir.toolchain import SPILL_ATTR, settle
 
 # ------------------------------------------------------------- kernel specs
 
@@ -127,6 +127,19 @@ def kernel_specs(module: ir.Module) -> dict[str, KernelSpec]:
                 known_block_size(func), grid,
             )
     return specs
+
+
+def spill_allowances(module: ir.Module) -> dict[str, int]:
+    """Per gpu.module (its gpu.binary's symbol once lowered): the bytes of spill stores its
+    kernels' occupancy requests may cost (the least a kernel of it allows; toolchain)."""
+    allowed: dict[str, int] = {}
+    for gmod in _walk(module.operation, "gpu.module"):
+        name = ir.StringAttr(gmod.operation.attributes["sym_name"]).value
+        for func in _walk(gmod.operation, "gpu.func"):
+            attrs = func.operation.attributes
+            given = ir.IntegerAttr(attrs[SPILL_ATTR]).value if SPILL_ATTR in attrs else 0
+            allowed[name] = min(allowed.get(name, given), given)
+    return allowed
 
 
 # ------------------------------------------------------------------ compile
@@ -226,6 +239,7 @@ def _compile(text: str, module: ir.Module | None, *, path: Path | None, name: st
         stages = {"tile": str(module)}
         try:
             kernels = kernel_specs(module)
+            allowed = spill_allowances(module)
         except ArgumentError as e:
             loc = source_loc(e.location, sink.rename)
             raise CompileError([Diagnostic("error", str(e), loc)], quoted) from None
@@ -242,5 +256,5 @@ def _compile(text: str, module: ir.Module | None, *, path: Path | None, name: st
     result = Program(chip, kernels, ptx, {}, stages)
     if cubin:  # the PTX kept is the PTX assembled (an occupancy request may be dropped)
         for m, text_ in list(ptx.items()):
-            ptx[m], result.cubin[m] = settle(text_, chip)
+            ptx[m], result.cubin[m] = settle(text_, chip, spill=allowed.get(m, 0))
     return result

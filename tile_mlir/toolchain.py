@@ -8,7 +8,10 @@ A kernel's `.minnctapersm N` (tl.kernel's occupancy=, NVVM's nvvm.minctasm) asks
 to cap a thread's registers so that N CTAs fit on an SM. It is a request: where the cap
 makes ptxas spill registers to local memory, the module is assembled again without it
 (on an H100, row kernels whose cap spilled tens of bytes ran 6-10% slower than uncapped;
-of those whose cap did not spill, softmax f32 over rows of 2^18 ran 7% faster).
+of those whose cap did not spill, softmax f32 over rows of 2^18 ran 7% faster), unless
+the spill stays within what the kernel allows (tl.kernel's occupancy=(ctas, bytes), the
+gpu.func's SPILL_ATTR): whether a few bytes of spill cost more than a CTA more an SM
+gains depends on the kernel, and only a measurement says.
 """
 
 from __future__ import annotations
@@ -67,12 +70,13 @@ def assemble(ptx: str, chip: str = DEFAULT_CHIP, opt_level: int = 3) -> bytes:
     return settle(ptx, chip, opt_level)[1]
 
 
-def settle(ptx: str, chip: str = DEFAULT_CHIP, opt_level: int = 3) -> tuple[str, bytes]:
-    """The PTX as assembled (without its occupancy requests where they made ptxas spill)
-    and its cubin."""
+def settle(ptx: str, chip: str = DEFAULT_CHIP, opt_level: int = 3, spill: int = 0
+           ) -> tuple[str, bytes]:
+    """The PTX as assembled (without its occupancy requests where they made ptxas spill
+    more than `spill` bytes) and its cubin."""
     requested = OCCUPANCY.search(ptx) is not None
     cubin, report = _ptxas(ptx, chip, opt_level, verbose=requested)
-    if requested and spills(report):
+    if requested and spills(report, spill):
         ptx = OCCUPANCY.sub("", ptx)
         cubin, _ = _ptxas(ptx, chip, opt_level, verbose=False)
     return ptx, cubin
@@ -82,9 +86,15 @@ OCCUPANCY = re.compile(r"^[ \t]*\.minnctapersm[ \t]+\d+[ \t]*\n", re.MULTILINE)
 """A kernel's occupancy request, a directive line of its own (as LLVM writes it)."""
 
 
-def spills(report: str) -> bool:
-    """Whether ptxas -v's report has a function that spills registers."""
-    return any(int(n) for n in re.findall(r"(\d+) bytes spill stores", report))
+SPILL_ATTR = "tile.spill_allowance"
+"""The gpu.func attribute (i32) with the bytes of spill stores its occupancy request may
+cost (tile_mlir.lang writes it; the compiler passes it to settle)."""
+
+
+def spills(report: str, allowed: int = 0) -> bool:
+    """Whether ptxas -v's report has a function that spills registers (more than
+    `allowed` bytes of spill stores)."""
+    return any(int(n) > allowed for n in re.findall(r"(\d+) bytes spill stores", report))
 
 
 def _ptxas(ptx: str, chip: str, opt_level: int, *, verbose: bool) -> tuple[bytes, str]:

@@ -17,16 +17,23 @@ from tile_mlir.ops.programs.rows import Geometry
 
 
 @pytest.fixture(scope="module")
-def plain_ptx() -> str:
-    """A cluster row kernel (softmax f32, 16 CTAs of 256 threads), its request removed."""
+def row_ir() -> str:
+    """A cluster row kernel's IR (softmax f32, 16 CTAs of 256 threads, 3 CTAs an SM)."""
     x: Any = ArrayDesc("f32", (128, 262144), None, 1 << 20)
     y: Any = ArrayDesc("f32", (128, 262144), None, 1 << 32)
     g = Geometry("cluster", 4, 4096, 1, 16)
     program = programs.specialize(programs.softmax_rows, {"x": x, "y": y},
                                   {"G": g.constexpr()})
-    assert program.spec.occupancy == 3
-    assert 'nvvm.minctasm = 3 : i32' in program.ir()
-    ptx = tile_mlir.compile(program.ir(), chip="sm_90", cache=False, cubin=False).ptx["kernels"]
+    assert program.spec.occupancy == 3 and program.spec.spill == 0
+    text = program.ir()
+    assert 'nvvm.minctasm = 3 : i32' in text and toolchain.SPILL_ATTR not in text
+    return text
+
+
+@pytest.fixture(scope="module")
+def plain_ptx(row_ir: str) -> str:
+    """The row kernel's PTX, its request removed."""
+    ptx = tile_mlir.compile(row_ir, chip="sm_90", cache=False, cubin=False).ptx["kernels"]
     assert ptx.count(".minnctapersm 3") == 1  # NVVM's translation of nvvm.minctasm
     return toolchain.OCCUPANCY.sub("", ptx)
 
@@ -65,3 +72,20 @@ def test_spills_reads_every_function_of_the_report() -> None:
     assert toolchain.spills(report)
     assert not toolchain.spills(report.replace("16 bytes spill stores", "0 bytes spill stores"))
     assert not toolchain.spills("")
+    assert not toolchain.spills(report, 16) and toolchain.spills(report, 15)
+
+
+def test_a_request_that_spills_is_kept_within_its_allowance(row_ir: str,
+                                                            plain_ptx: str) -> None:
+    """8 CTAs of 256 threads spill: settle keeps the request where the spill stores are
+    within `spill` bytes; the compiler passes settle the gpu.func's SPILL_ATTR."""
+    requested = plain_ptx.replace(".maxntid", ".minnctapersm 8\n.maxntid", 1)
+    stored = max(int(n) for n in re.findall(r"(\d+) bytes spill stores", _report(requested)))
+    assert stored > 0
+    assert toolchain.settle(requested, spill=stored)[0] == requested
+    assert toolchain.settle(requested, spill=stored - 1)[0] == plain_ptx
+    for allowed, kept in [(stored, True), (stored - 1, False)]:
+        text = row_ir.replace("nvvm.minctasm = 3 : i32", f"nvvm.minctasm = 8 : i32, "
+                              f"{toolchain.SPILL_ATTR} = {allowed} : i32")
+        ptx = tile_mlir.compile(text, chip="sm_90", cache=False).ptx["kernels"]
+        assert (".minnctapersm 8" in ptx) == kept, allowed

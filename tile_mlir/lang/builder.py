@@ -33,6 +33,7 @@ from tile_mlir.dtypes import DTYPES
 from tile_mlir.lang import errors
 from tile_mlir.lang.spec import ScalarSpec, Specialization, TensorSpec, sizing
 from tile_mlir.lang.values import SCALARS, Bool, Index, IndexLike, Number, Scalar, Tensor
+from tile_mlir.toolchain import SPILL_ATTR
 
 DYNAMIC = ir.ShapedType.get_dynamic_size()
 
@@ -393,6 +394,9 @@ def emit_kernel(fn: Callable[..., Any], spec: Specialization, module: ir.Module,
         if spec.occupancy is not None:  # .minnctapersm
             func.attributes["nvvm.minctasm"] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(32), spec.occupancy)
+            if spec.spill:  # what the request may cost (the compiler reads it: toolchain)
+                func.attributes[SPILL_ATTR] = ir.IntegerAttr.get(
+                    ir.IntegerType.get_signless(32), spec.spill)
     return func
 
 

@@ -77,7 +77,8 @@ class KernelInfo:
     static: tuple[str, ...] = ()
     index_bits: int | None = None  # None: 32 where the arrays allow
     cluster: Any = None  # CTAs per cluster: None, an int, (x, y, z) or a callable like threads
-    occupancy: Any = None  # CTAs per SM to fit: None, an int or a callable like threads
+    occupancy: Any = None  # CTAs per SM to fit: None, an int, (int, spill bytes allowed) or
+    # a callable like threads giving one
     open: bool = False  # **params: the parameters are its Specializations' (made by a caller)
 
 
@@ -133,6 +134,7 @@ class Specialization:
     overlaps: tuple[tuple[str, str], ...] = ()  # arrays whose memory overlaps
     cluster: tuple[int, int, int] | None = None  # CTAs per thread block cluster
     occupancy: int | None = None  # CTAs an SM should fit (.minnctapersm), None: no request
+    spill: int = 0  # bytes of spill stores the request may cost before it is dropped
 
     def __repr__(self) -> str:
         parts = [", ".join(map(repr, self.params))]
@@ -140,6 +142,7 @@ class Specialization:
             parts.append(", ".join(f"{n}={v!r}" for n, v in (*self.constexprs, *self.static)))
         cluster = f", cluster {'x'.join(map(str, self.cluster))}" if self.cluster else ""
         fits = f", {self.occupancy} CTAs/SM" if self.occupancy else ""
+        fits += f" (spill <= {self.spill} B)" if self.spill else ""
         parts.append(f"block {'x'.join(map(str, self.block))}{cluster}{fits}, "
                      f"i{self.index_bits}")
         if self.overlaps:
@@ -345,15 +348,19 @@ def cluster_of(info: KernelInfo, values: Mapping[str, Any]) -> tuple[int, int, i
     return None if dims == (1, 1, 1) else dims
 
 
-def occupancy_of(info: KernelInfo, values: Mapping[str, Any]) -> int | None:
-    """The CTAs per SM a kernel with `occupancy=` asks ptxas to fit (None: no request)."""
+def occupancy_of(info: KernelInfo, values: Mapping[str, Any]) -> tuple[int | None, int]:
+    """The CTAs per SM a kernel with `occupancy=` asks ptxas to fit (None: no request),
+    and the bytes of spill stores the request may cost before it is dropped."""
     wanted = info.occupancy(dict(values)) if callable(info.occupancy) else info.occupancy
     if wanted is None:
-        return None
-    if isinstance(wanted, bool) or not isinstance(wanted, int) or not 1 <= wanted <= 32:
-        raise ArgumentError(f"@tl.kernel {info.name}: occupancy is None or the CTAs an SM "
-                            f"should fit, an int from 1 to 32; got {wanted!r}")
-    return wanted
+        return None, 0
+    ctas, spill = wanted if isinstance(wanted, tuple) and len(wanted) == 2 else (wanted, 0)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (ctas, spill)) or \
+            not 1 <= ctas <= 32 or spill < 0:
+        raise ArgumentError(f"@tl.kernel {info.name}: occupancy is None, the CTAs an SM "
+                            "should fit (an int from 1 to 32), or those and the bytes of "
+                            f"spill stores they may cost (ctas, bytes >= 0); got {wanted!r}")
+    return ctas, spill
 
 
 def index_bits(arrays: Sequence[Described]) -> int:
@@ -440,7 +447,7 @@ def specialize(info: KernelInfo, values: Sequence[Any]) -> Bound:
         info.qualname, params, tuple(constexprs), tuple(static.items()),
         block_of(info, known), bits,
         overlaps([(tensors[n].name, d) for n, d in arrays.items()]), cluster_of(info, known),
-        occupancy_of(info, known))
+        *occupancy_of(info, known))
     return Bound(spec, arrays, scalars, {name: size for name, (size, _) in binding.dims.items()})
 
 
