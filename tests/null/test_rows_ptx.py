@@ -64,10 +64,14 @@ def _ptxas(ptx: str) -> str:
 
 
 def _compiled(program: LangProgram) -> tuple[str, int]:
-    """The program's PTX, and the registers ptxas gives a thread (no spill, checked)."""
+    """The program's PTX, and the registers ptxas gives a thread (no spill, checked; but
+    the few bytes a kept occupancy request is allowed, layer norm's LAYER_SPILL)."""
     ptx = tile_mlir.compile(program.ir(), chip="sm_90", cache=False).ptx["kernels"]
     report = _ptxas(ptx)
-    assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+    if program.spec.spill and ".minnctapersm" in ptx:
+        assert not toolchain.spills(report, program.spec.spill), report
+    else:
+        assert "0 bytes spill stores, 0 bytes spill loads" in report, report
     assert ".local" not in ptx, "a register tile is left in local memory"
     found = re.search(r"Used (\d+) registers", report)
     assert found is not None, report
@@ -85,6 +89,7 @@ CASES = [
     ("layer_norm", 1024, 32768, "f32"),  # cluster of 4
     ("fused_add_rms_norm", 1024, 65536, "bf16"),
     ("layer_norm", 256, 262144, "bf16"),  # cluster of 16 CTAs of 256 threads
+    ("layer_norm", 1024, 65536, "bf16"),  # cluster of 8 CTAs of 128 threads, spill allowed
     ("softmax", 128, 262144, "f32"),
 ]
 
@@ -123,13 +128,17 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
 
 
 def _check_occupancy(program: LangProgram, ptx: str, registers: int) -> None:
-    """A cluster's kernel asks for the CTAs of CLUSTER_REGISTERS a thread an SM holds;
-    the PTX keeps the request where ptxas fits it without spilling (the registers then
-    fit that many CTAs), and has dropped it where the request made ptxas spill."""
+    """A cluster's kernel asks for the CTAs of CLUSTER_REGISTERS a thread an SM holds
+    (layer norm's over 16-bit vectors allowing LAYER_SPILL bytes of spill stores); the
+    PTX keeps the request where ptxas fits it within that (the registers then fit that
+    many CTAs), and has dropped it where the request made ptxas spill more."""
     g = Geometry.of(dict(program.spec.constexprs)["G"])
     wanted = programs.REGISTERS // (g.threads * programs.CLUSTER_REGISTERS)
     expected = wanted if g.strategy == "cluster" and wanted > 1 else None
     assert program.spec.occupancy == expected
+    allowed = programs.LAYER_SPILL if expected and g.vec == 8 and \
+        program.kernel is programs.layer_norm_rows else 0
+    assert program.spec.spill == allowed
     kept = re.findall(r"\.minnctapersm (\d+)", ptx)
     if expected is None:
         assert not kept
@@ -138,7 +147,7 @@ def _check_occupancy(program: LangProgram, ptx: str, registers: int) -> None:
         assert registers * g.threads * expected <= programs.REGISTERS
     else:
         requested = ptx.replace(".maxntid", f".minnctapersm {expected}\n.maxntid", 1)
-        assert toolchain.spills(_ptxas(requested)), "a request that fits was dropped"
+        assert toolchain.spills(_ptxas(requested), allowed), "a request that fits was dropped"
 
 
 @pytest.mark.parametrize("op", sorted(REDUCTIONS))
