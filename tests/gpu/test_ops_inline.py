@@ -1,6 +1,6 @@
 """gpu tier: the inline cache (entry.inline_entry) with torch's own tensor guard.
 
-A call like its op's last one runs that op's plan without building its key, the tensors
+A call like its op's latest runs that op's plan without building its key, the tensors
 compared by torch._C._dynamo.guards.TensorGuards (C++). Here on CUDA tensors of the
 installed torch: each library op of bench/launch_cost.py is served so on its second
 call; and each way a call can differ from the last (strides, a misaligned view, a

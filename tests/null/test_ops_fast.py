@@ -204,7 +204,7 @@ def _fulls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_the_inline_cache_serves_calls_like_the_last_and_no_other(
         torch: Any, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A call like its op's last one (the same kinds of values; tensors alike by torch's
+    """A call like its op's latest (the same kinds of values; tensors alike by torch's
     guard: type, dtype, device, shape, strides; pointers as aligned and as aliased;
     numbers of the same types and classes; equal static values) runs that plan without
     building its key. Each way of differing is shown here with the plan cache emptied
@@ -259,6 +259,58 @@ def test_the_inline_cache_serves_calls_like_the_last_and_no_other(
     view = fake_torch.Tensor(wide.array.view((3, 1000), (2000, 1)), {"float32": torch.float32})
     served(lambda: ops.add(view, t(b), alpha=2.0, out=torch.empty((3, 1000), torch.float32)),
            a + 2 * b, inline=False)  # strides
+
+
+def test_two_shapes_alternating_are_both_served(
+        torch: Any, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inline cache holds an op's two latest plans: calls alternating between two
+    shapes take them without a key; a third shape plans, and pushes the older out."""
+    made = _fulls(monkeypatch)
+    xs = {n: rng.standard_normal(n).astype(np.float32) for n in (100, 200, 300)}
+
+    def exp(n: int) -> None:
+        np.testing.assert_allclose(ops.exp(torch.tensor(xs[n])).numpy(), np.exp(xs[n]),
+                                   rtol=1e-6)
+
+    exp(100)
+    exp(200)
+    entry.PLANS.clear()  # what serves a call without planning is the inline cache
+    made.clear()
+    for n in (100, 200, 100, 200):
+        exp(n)
+    assert made == []
+    exp(300)  # plans: the inline cache holds 300 and 200
+    exp(200)
+    assert made == ["exp"]
+    exp(100)
+    assert made == ["exp", "exp"]
+
+
+def test_an_op_called_with_many_shapes_stops_probing(
+        torch: Any, rng: np.random.Generator) -> None:
+    """Three shapes in turn miss both entries of the inline cache every call: past
+    MEGAMORPHIC calls that found their plan by key the op's cache stays empty (no probe
+    runs), until RETRY such calls or the plan cache empties; two shapes in turn never
+    get there."""
+    xs = {n: torch.tensor(rng.standard_normal(n).astype(np.float32)) for n in (10, 20, 30)}
+    for _ in range(3 * entry.MEGAMORPHIC):
+        for n in (10, 20):
+            ops.neg(xs[n])
+    assert entry.NAMES["_IC_neg"] is not None and entry.NAMES["_KEYED_neg"] <= 2
+    for turn in range(entry.MEGAMORPHIC):
+        for n in (10, 20, 30):
+            np.testing.assert_array_equal(ops.neg(xs[n]).numpy(), -xs[n].numpy())
+        if turn < entry.MEGAMORPHIC // 3 - 1:
+            assert entry.NAMES["_IC_neg"] is not None
+    assert entry.NAMES["_IC_neg"] is None
+    while entry.NAMES["_KEYED_neg"]:  # RETRY calls by key later the cache is tried again
+        assert entry.NAMES["_IC_neg"] is None
+        ops.neg(xs[10])
+    ops.neg(xs[10])
+    assert entry.NAMES["_IC_neg"] is not None and entry.NAMES["_KEYED_neg"] == 1
+    entry.clear()
+    ops.neg(xs[10])
+    assert entry.NAMES["_IC_neg"] is not None and entry.NAMES["_KEYED_neg"] == 0
 
 
 def test_the_inline_cache_compares_static_values(

@@ -12,16 +12,18 @@ parameters (the public signature after the builder), and the role of each parame
     outs      None or a pair of (array or None)
 
 `op(...)` writes the public function as Python source. First the op's inline cache:
-the plan of its last call, entered through the plan's own checks (`inline_entry`:
-values of the same kinds, numbers of the same types and classes, equal static values,
-tensors alike by torch's C++ guard, the `TensorGuards` dynamo guards its graphs with,
-pointers as aligned and as aliased), which answer MISS for a call unlike it. Else the
-key: for each parameter a few attribute reads make its part (a torch tensor: dtype,
-shape, strides, pointer alignment `ptr & 15`, device index; a number: its type and,
-where the plan depends on its value, a class expression such as `alpha == 1`; out=: its
-layout and whether its pointer is an input's), then one dict lookup finds the plan's
-launcher (plan.py), which allocates, writes the pointers and numbers and launches, and
-becomes the inline cache. Anything the key cannot describe cheaply (CuPy and other
+the plans of its two latest calls that found one by key, newest first, each entered
+through the plan's own checks (`inline_entry`: values of the same kinds, numbers of the
+same types and classes, equal static values, tensors alike by torch's C++ guard, the
+`TensorGuards` dynamo guards its graphs with, pointers as aligned and as aliased), which
+answer MISS for a call unlike it. Else the key: for each parameter a few attribute
+reads make its part (a torch tensor: dtype, shape, strides, pointer alignment `ptr &
+15`, device index; a number: its type and, where the plan depends on its value, a class
+expression such as `alpha == 1`; out=: its layout and whether its pointer is an
+input's), then one dict lookup finds the plan's launcher (plan.py), which allocates,
+writes the pointers and numbers and launches, and goes first into the inline cache
+(which stays empty for an op past MEGAMORPHIC such calls: one called with more kinds of
+arguments than it holds). Anything the key cannot describe cheaply (CuPy and other
 arrays, torch subclasses) is keyed by `keyof`; NumPy arrays and unusual numbers take
 the full path every call, and so does a tensor whose getters raise (torch's sparse and
 nested tensors), where args.py names it. A miss runs the full path: describe the
@@ -34,9 +36,12 @@ get_device(): the guard reads them in C++) and its hashing. bench/launch_cost.py
 H100 host, the commit before it and this one run twice each, alternately, on the same
 machine: ops.add(a, b, out=c) of 2^10 elements 9.74 and 9.34 us a call (1.07x and
 1.06x torch eager's in the same run) -> 7.24 and 7.83 (0.80x, 0.80x); exp 0.88-0.93x ->
-0.73-0.84x; sum(dim=-1) 0.75-0.76x -> 0.68-0.69x. A call unlike its op's last one pays
-for the check that refuses it (the guard stops at the first tensor that differs)
-before its key is built.
+0.73-0.84x; sum(dim=-1) 0.75-0.76x -> 0.68-0.69x. A call unlike the plans held pays
+for the checks that refuse it (the guard stops at the first tensor that differs)
+before its key is built: ops.add(out=) over three shapes in turn ran 1.15-1.26x torch
+eager's host time with two probes that always missed (1.0x before the inline cache),
+hence MEGAMORPHIC, with which it runs at the key's cost (bench/launch_cost.py:
+1.04-1.10x); over two shapes in turn, 0.84-0.85x.
 
 ops.fuse (fuse.py) traces functions of the ops with `Traced` values: the key has no
 part for one (keyof gives None), so a call on one takes the full path, which hands
@@ -110,24 +115,49 @@ def _miss(*values: Any) -> Any:
     return MISS
 
 
-_NS["_MISS"] = MISS
+_NS["_MISS"], _NS["_MISSED"] = MISS, _miss
 _INLINE: list[str] = []
-"""The generated entries' inline caches (`_IC_<op>` in _NS)."""
+"""The ops with an inline cache: in _NS, `_IC_<op>` (the newest plan's checked entry;
+None: probe nothing), `_IC2_<op>` (the one before it) and `_KEYED_<op>` (the calls that
+found their plan by key while the inline cache held another)."""
+
+MEGAMORPHIC = 64
+"""Calls of an op that found their plan by key, past which its inline cache is left
+empty: the op is called with more kinds of arguments than the cache holds, and probing
+it first would only add to every call (two probes that miss cost a call 15-25% on an
+H100 host: three shapes in turn). Counted from the last time the plan cache emptied,
+or the op's cache was last tried again (RETRY)."""
+RETRY = 1024
+"""Calls by key after which an op's emptied inline cache is tried again (the calls may
+have settled on fewer kinds of arguments since): at most MEGAMORPHIC probing calls in
+RETRY."""
+
+
+def _empty(op: str) -> None:
+    _NS[f"_IC_{op}"], _NS[f"_IC2_{op}"], _NS[f"_KEYED_{op}"] = None, _miss, 0
+
+
+def _push(op: str, checked: Callable[..., Any]) -> None:
+    """A new plan's checked entry first in the op's inline cache (as the entry does)."""
+    if _NS[f"_KEYED_{op}"] <= MEGAMORPHIC:
+        newest = _NS[f"_IC_{op}"]
+        _NS[f"_IC2_{op}"] = newest if newest is not None else _miss
+        _NS[f"_IC_{op}"] = checked
 
 
 def clear() -> None:
     """Forget every plan, the inline caches' too (tests that swap the device; tuning
     does it through listeners)."""
     PLANS.clear()
-    for name in _INLINE:
-        _NS[name] = _miss
+    for op in _INLINE:
+        _empty(op)
 
 
 def adopt(plans: dict[tuple[Any, ...], Callable[..., Any]]) -> None:
     """Take `plans` (made before, under other choices: tune.py) into the plan cache, in
     place of what the inline caches hold."""
-    for name in _INLINE:
-        _NS[name] = _miss
+    for op in _INLINE:
+        _empty(op)
     PLANS.update(plans)
 
 
@@ -355,16 +385,30 @@ def _signature_text(spec: Spec) -> str:
     return ", ".join(parts)
 
 
+def _keyed_lines(first: str, second: str, keyed: str) -> list[str]:
+    """After a call found its plan by key: the plan first in the inline cache (the cache
+    empty for a plan without a checked entry, and past MEGAMORPHIC such calls until
+    RETRY)."""
+    return ["    _c = _plan.inline", f"    if _c is not {first}:", f"        {keyed} += 1",
+            f"        if _c is None or {keyed} > {MEGAMORPHIC}:", f"            {first} = None",
+            f"            if {keyed} > {RETRY}:", f"                {keyed} = 0",
+            "        else:", f"            {second} = {first} if {first} is not None "
+            "else _MISSED", f"            {first} = _c"]
+
+
 def _generate(spec: Spec) -> Callable[..., Any]:
     names = [p.name for p in spec.params]
     values = ", ".join(names)
     slow = f"_SLOW_{spec.name}(None, {values})"
     inlined = "outs" not in spec.roles.values()  # (out=(a, b): never inline_entry's)
-    cache = f"_IC_{spec.name}"
+    first, second, keyed = (f"_IC_{spec.name}", f"_IC2_{spec.name}",
+                            f"_KEYED_{spec.name}")
     lines = [f"def {spec.name}({_signature_text(spec)}):"]
     if inlined:
-        lines += [f"    global {cache}", f"    _r = {cache}({values})",
-                  "    if _r is not _MISS:", "        return _r"]
+        lines += [f"    global {first}, {second}, {keyed}", f"    if {first} is not None:"]
+        for cache in (first, second):
+            lines += [f"        _r = {cache}({values})", "        if _r is not _MISS:",
+                      "            return _r"]
     lines.append("    try:")
     for param in spec.params:
         lines += [f"    {line}" for line in _param_lines(spec, param, slow)]
@@ -376,11 +420,11 @@ def _generate(spec: Spec) -> Callable[..., Any]:
               "    except KeyError:", f"        return _SLOW_{spec.name}(_key, {values})",
               "    except TypeError:  # an unhashable parameter: no plan for it",
               f"        return {slow}",
-              *([f"    {cache} = _plan.inline"] if inlined else []),
+              *(_keyed_lines(first, second, keyed) if inlined else []),
               f"    return _plan({', '.join(spec.launcher_params())})"]
     if inlined:
-        _NS[cache] = _miss
-        _INLINE.append(cache)
+        _empty(spec.name)
+        _INLINE.append(spec.name)
     for p in spec.params:
         if p.default is not inspect.Parameter.empty:
             _NS[f"_D_{spec.name}_{p.name}"] = p.default
@@ -646,10 +690,9 @@ def full(spec: Spec, key: tuple[Any, ...] | None, values: Sequence[Any]) -> Any:
             if len(PLANS) >= LIMIT:
                 clear()
             PLANS[key] = launcher.function
-            checked = launcher.checked or _miss
-            launcher.function.inline = checked  # type: ignore[attr-defined]
-            if f"_IC_{spec.name}" in _NS:
-                _NS[f"_IC_{spec.name}"] = checked
+            launcher.function.inline = launcher.checked  # type: ignore[attr-defined]
+            if spec.name in _INLINE and launcher.checked is not None:
+                _push(spec.name, launcher.checked)
     return launcher(*values, *pointers)
 
 
