@@ -3,7 +3,9 @@ one process; and the floor, a bare cuLaunchKernel.
 
 Per op (add of a tensor and of a Python scalar, exp, silu_and_mul, sum(dim=-1),
 amax(dim=-1), rope_neox, dropout), at 2^10 and 2^16 elements, without and (where the
-library's op has it) with out=:
+library's op has it) with out=; and add(out=) over two and three shapes in turn (the
+library's inline cache holds an op's two latest plans; each side's call then goes
+through one more Python lambda, counted):
 - host microseconds per call: the median over batches of back-to-back calls (100 a
   batch, 100 batches: 10000 calls), the device synchronized between batches, the
   batches of tile-mlir, torch eager and the floor interleaved (a drift of the host's
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import itertools
 import json
 import sys
 import tempfile
@@ -109,6 +112,23 @@ def elementwise_pairs(torch: Any, ops: Any, n: int) -> dict[tuple[str, bool], Pa
     }
 
 
+def turn_pairs(torch: Any, ops: Any, n: int) -> dict[tuple[str, bool], Pair]:
+    """add(out=) on two or three shapes in turn (n, n + 16, n + 32 elements), a call of
+    one per call: the library's inline cache holds an op's two latest plans, and stops
+    probing an op that keeps missing it (entry.py). Both sides pick the shape alike."""
+    shapes = [[torch.randn(n + 16 * k, device="cuda") for _ in range(3)] for k in range(3)]
+    pairs: dict[tuple[str, bool], Pair] = {}
+    for count in (2, 3):
+        def cycle(add: Callable[..., object], count: int = count) -> Callable[[], object]:
+            turn = itertools.cycle(shapes[:count])
+            return lambda: add(*next(turn))
+
+        pairs[(f"add, {count} shapes in turn", True)] = (
+            cycle(lambda a, b, o: ops.add(a, b, out=o)),
+            cycle(lambda a, b, o: torch.add(a, b, out=o)), 4)
+    return pairs
+
+
 def row_pairs(torch: Any, ops: Any, n: int) -> dict[tuple[str, bool], Pair]:
     """Ops on rows of 1024: silu_and_mul (its input's rows), sum and amax over dim=-1."""
     x = torch.randn(max(n // 1024, 1), 1024, device="cuda")
@@ -147,7 +167,9 @@ def rope_pairs(torch: Any, ops: Any, n: int) -> dict[tuple[str, bool], Pair]:
 
 
 ORDER = ("add", "add scalar", "exp", "silu_and_mul", "sum(dim=-1)", "amax(dim=-1)",
-         "rope_neox", "dropout")
+         "rope_neox", "dropout", "add, 2 shapes in turn", "add, 3 shapes in turn")
+"""The rows' order; the shapes in turn last (they leave add's inline cache emptied for
+a while: entry.RETRY)."""
 
 
 # ------------------------------------------------------------------ measuring
@@ -277,8 +299,8 @@ def measure(torch: Any, args: argparse.Namespace) -> list[Row]:
     rows = []
     for size in SIZES:
         n = 1 << size
-        pairs = elementwise_pairs(torch, ops, n) | row_pairs(torch, ops, n) | \
-            rope_pairs(torch, ops, n)
+        pairs = elementwise_pairs(torch, ops, n) | turn_pairs(torch, ops, n) | \
+            row_pairs(torch, ops, n) | rope_pairs(torch, ops, n)
         for (op, out), (ours, eager, params) in sorted(
                 pairs.items(), key=lambda kv: (ORDER.index(kv[0][0]), kv[0][1])):
             ours_us, torch_us, floor_us = host_us_together(
@@ -365,7 +387,8 @@ def fake_rows() -> list[Row]:
     rows = []
     for size in SIZES:
         for op in ORDER:
-            outs = (False,) if op in ("sum(dim=-1)", "amax(dim=-1)", "dropout") else (False, True)
+            outs = (False,) if op in ("sum(dim=-1)", "amax(dim=-1)", "dropout") else \
+                (True,) if "in turn" in op else (False, True)
             rows += [Row(op, 1 << size, out, (6.0, 5.8, 6.5), (5.0, 4.9, 5.4), 12.0, 1.0, 4, 3.9)
                      for out in outs]
     return rows

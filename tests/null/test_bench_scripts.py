@@ -141,8 +141,9 @@ def test_launch_cost_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     ops = {(r[0].removeprefix("| "), r[1], r[2]) for r in rows[1:] if r[1].startswith("2^")}
     for size in ("2^10", "2^16"):
         for op in script.ORDER:
-            assert (op, size, "no") in ops
-        for op in ("add", "add scalar", "exp", "silu_and_mul", "rope_neox"):
+            assert (op, size, "yes" if "in turn" in op else "no") in ops
+        for op in ("add", "add scalar", "exp", "silu_and_mul", "rope_neox",
+                   "add, 2 shapes in turn", "add, 3 shapes in turn"):
             assert (op, size, "yes") in ops  # with out= where the library has it
     with pytest.raises(SystemExit):
         script.main(["--dry-run", "--calls", "10", "--batches", "10"])  # under 3000 calls
