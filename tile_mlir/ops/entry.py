@@ -33,9 +33,10 @@ choices, another torch) empties the inline caches too.
 
 The inline cache saves the key's getters (a tensor's dtype, shape, stride(),
 get_device(): the guard reads them in C++) and its hashing. bench/launch_cost.py on an
-H100 host, the commit before it and this one run twice each, alternately, on the same
-machine: ops.add(a, b, out=c) of 2^10 elements 9.74 and 9.34 us a call (1.07x and
-1.06x torch eager's in the same run) -> 7.24 and 7.83 (0.80x, 0.80x); exp 0.88-0.93x ->
+H100 host, without an inline cache and with one (of one entry) run twice each,
+alternately, on the same machine: ops.add(a, b, out=c) of 2^10 elements 9.74 and 9.34
+us a call (1.07x and 1.06x torch eager's in the same run) -> 7.24 and 7.83 (0.80x,
+0.80x); exp 0.88-0.93x ->
 0.73-0.84x; sum(dim=-1) 0.75-0.76x -> 0.68-0.69x. A call unlike the plans held pays
 for the checks that refuse it (the guard stops at the first tensor that differs)
 before its key is built: ops.add(out=) over three shapes in turn ran 1.15-1.26x torch
