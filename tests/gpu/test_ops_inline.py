@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.plans import full_paths
 
 from tile_mlir import ops
 from tile_mlir.ops import entry
@@ -30,14 +31,7 @@ torch = pytest.importorskip("torch")
 @pytest.fixture
 def fulls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The ops whose calls take the full path (plan) during the test, in order."""
-    made: list[str] = []
-    real = entry.full
-
-    def counted(spec: entry.Spec, key: Any, values: Any) -> Any:
-        made.append(spec.name)
-        return real(spec, key, values)
-
-    monkeypatch.setattr(entry, "full", counted)
+    made = full_paths(monkeypatch)
     entry.clear()
     yield made
     entry.clear()

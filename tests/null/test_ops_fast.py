@@ -28,6 +28,7 @@ import pytest
 from support import fake_torch
 from support.emulated import Device
 from support.fakes import FakeDriver, lean_torch
+from support.plans import full_paths
 
 from tile_mlir import ops
 from tile_mlir.dtypes import DTYPES
@@ -189,19 +190,6 @@ def test_new_alignment_or_shape_plans_again(torch: Any, rng: np.random.Generator
     assert len(entry.PLANS) == 3
 
 
-def _fulls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The ops whose calls take the full path from here on, in order."""
-    made: list[str] = []
-    real = entry.full
-
-    def counted(spec: entry.Spec, key: Any, values: Any) -> Any:
-        made.append(spec.name)
-        return real(spec, key, values)
-
-    monkeypatch.setattr(entry, "full", counted)
-    return made
-
-
 def test_the_inline_cache_serves_calls_like_the_last_and_no_other(
         torch: Any, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
     """A call like its op's latest (the same kinds of values; tensors alike by torch's
@@ -215,7 +203,7 @@ def test_the_inline_cache_serves_calls_like_the_last_and_no_other(
     def base() -> Any:
         return ops.add(t(x), t(y), alpha=2.0, out=torch.empty((3, 1000), torch.float32))
 
-    made = _fulls(monkeypatch)
+    made = full_paths(monkeypatch)
 
     def served(call: Callable[[], Any], expected: np.ndarray, inline: bool) -> None:
         entry.clear()
@@ -265,7 +253,7 @@ def test_two_shapes_alternating_are_both_served(
         torch: Any, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
     """The inline cache holds an op's two latest plans: calls alternating between two
     shapes take them without a key; a third shape plans, and pushes the older out."""
-    made = _fulls(monkeypatch)
+    made = full_paths(monkeypatch)
     xs = {n: rng.standard_normal(n).astype(np.float32) for n in (100, 200, 300)}
 
     def exp(n: int) -> None:
@@ -316,7 +304,7 @@ def test_an_op_called_with_many_shapes_stops_probing(
 def test_the_inline_cache_compares_static_values(
         torch: Any, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
     x = rng.standard_normal((6, 50)).astype(np.float32)
-    made = _fulls(monkeypatch)
+    made = full_paths(monkeypatch)
     for dim, keepdim, planned in [(-1, False, True), (-1, False, False), (0, False, True),
                                   (-1, True, True), (-1, True, False), (1, True, True)]:
         entry.PLANS.clear()  # what serves a call without planning is the inline cache
@@ -341,7 +329,7 @@ def test_no_inline_cache_without_torchs_guard(torch: Any, rng: np.random.Generat
                        check=lambda *t: False))):
         entry.clear()
         monkeypatch.setattr(torch._C, "_dynamo", types.SimpleNamespace(guards=guards))
-        made = _fulls(monkeypatch)
+        made = full_paths(monkeypatch)
         for _ in range(2):
             np.testing.assert_allclose(ops.exp(torch.tensor(x)).numpy(), np.exp(x), rtol=1e-6)
         assert made == ["exp"] and entry.NAMES["_IC_exp"] is entry.NAMES["_IC_neg"]
