@@ -15,9 +15,6 @@ reductions cannot run on the pretend device: the gpu tier runs them.
 from __future__ import annotations
 
 import re
-import subprocess
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +25,6 @@ from tile_mlir.ops import rows
 from tile_mlir.ops.programs import rows as programs
 from tile_mlir.ops.programs.lang import LangProgram
 from tile_mlir.ops.programs.rows import Geometry
-from tile_mlir.toolchain import find_ptxas
 
 REDUCTIONS = {"softmax": 2, "log_softmax": 2, "rms_norm": 1, "layer_norm": 2,
               "fused_add_rms_norm": 1}
@@ -54,13 +50,8 @@ def _program(op: str, g: Geometry, m: int, n: int, dtype: str) -> LangProgram:
 
 
 def _ptxas(ptx: str) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "k.ptx"
-        source.write_text(ptx)
-        done = subprocess.run([str(find_ptxas()), "-arch=sm_90", "-v", str(source), "-o",
-                               str(Path(tmp) / "k.cubin")], capture_output=True, text=True,
-                              check=True)
-    return done.stderr
+    """ptxas -v's report on the PTX (sm_90)."""
+    return toolchain._ptxas(ptx, "sm_90", 3, verbose=True)[1]
 
 
 def _compiled(program: LangProgram) -> tuple[str, int]:
