@@ -33,27 +33,33 @@ from tile_mlir.ops.programs import lang
 
 ROW_BLOCK = 512  # threads per CTA of a rows stage of many waves of CTAs (row_threads)
 SMALL_ROW_BLOCK = 256  # ... of one of a few waves
-ROW_WAVES = 4
+ROW_WAVES = 2
 """Waves of TARGET_CTAS CTAs (at ROW_CTA_BYTES each) from which rows take ROW_BLOCK
-threads a CTA: at 2^20-2^22 elements (a wave or two) CTAs of 512 threads were 3-17%
-slower than the 256-thread geometry (bench/sizes.py's sums, H100)."""
+threads a CTA (34 MB of rows and more): at 2^20-2^22 elements (a wave or two) CTAs of
+512 threads were 3-17% slower than the 256-thread geometry (bench/sizes.py's sums,
+H100)."""
 COLUMN_BLOCK = 256  # threads per CTA of a columns stage
 TARGET_CTAS = 4 * 132  # enough CTAs to fill an H100/H200 several times over
 CHUNK_BYTES = 1 << 16  # what one CTA of a split row or column block reads, about
-ROW_CTA_BYTES = 1 << 14  # what one CTA of whole rows reads, about
+ROW_CTA_BYTES = 1 << 15  # what one CTA of whole rows reads, about: 64 bytes a thread
 COLUMN_WIDTH = 128
 """Columns a CTA of a columns stage takes, about (column_width: the divisor of B nearest
 it, wider where the rows are few).
 
 Measured on an H100 (sums of 2^26 bf16 and f32 elements, reductions over rows of 128 to
 65536, columns of 1024 to 65536; forced geometries beside torch.compile in one run):
-rows read fastest by CTAs of 512 threads taking about 16 KiB of rows each, at most 4
-warps a row (bf16 2.70-2.83 -> 2.77-2.88 TB/s, f32 2.92-2.99 -> 2.96-3.04, against
-CTAs of 256 threads and at least a row per warp); columns by blocks of 128 columns
-(16 or 32 threads across, the rest down the rows), the rows cut only as far as needed to
-give the GPU about TARGET_CTAS CTAs (1024 x 65536 bf16 2.52 -> 2.77, f32 2.82 -> 3.00;
-8192 x 8192 bf16 2.36 -> 2.66, f32 2.74 -> 2.87), against wider blocks
-and the rows cut first (blocks of up to 256 vectors)."""
+rows read fastest by CTAs of 512 threads, at most 4 warps a row (bf16 2.70-2.83 ->
+2.77-2.88 TB/s, f32 2.92-2.99 -> 2.96-3.04, against CTAs of 256 threads and at least a
+row per warp), taking 64 bytes a thread (32 KiB a CTA; a later sweep of 256, 512 and
+1024 threads by 8 to 64 KiB a CTA, then bench/reductions.py's rows, against 16 KiB:
+16-bit rows of 1024 2.80-2.82 -> 2.86-2.89 TB/s, 0.97-0.98x -> 0.99-1.00x torch.compile;
+16-bit amax/amin over rows of 128 2.76-2.79 -> 2.72-2.73, the rest within 1%; 256
+threads at 16 KiB measured the same but 1-2% under it on rows of 65536); columns by
+blocks of 128 columns (16 or 32 threads across, the rest down the rows), the rows cut
+only as far as needed to give the GPU about TARGET_CTAS CTAs (1024 x 65536 bf16 2.52 ->
+2.77, f32 2.82 -> 3.00; 8192 x 8192 bf16 2.36 -> 2.66, f32 2.74 -> 2.87), against wider
+blocks and the rows cut first (blocks of up to 256 vectors). Blocks of 64 columns read
+524288 x 128 16-bit columns 3-4% faster but the wider ones 1% slower (not taken)."""
 SMALL_STAGE = 1 << 20
 """Bytes under which a stage of partials runs whole: cutting it costs a launch more."""
 
