@@ -125,3 +125,29 @@ def test_each_difference_plans_again(fulls: list[str]) -> None:
     a = normal(3, 1000)
     served(lambda: (a, normal(3, 1000), 2.0, a.view(3, 1000)), inline=False)  # in place
     served(lambda: (normal(3, 1000), normal(3, 1000), 2, fresh()), inline=False)  # int alpha
+
+
+def test_a_megamorphic_op_is_served_by_shape(fulls: list[str]) -> None:
+    """add(out=) over three shapes in turn: past MEGAMORPHIC calls by key the plans are
+    served by the leading tensor's shape and dtype, no call building its key; a tensor of
+    one of those shapes but other strides (a transposed view) is planned by key, right."""
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    args = [(torch.randn(n, 64, device="cuda", generator=gen),
+             torch.randn(n, 64, device="cuda", generator=gen),
+             torch.empty(n, 64, device="cuda")) for n in (64, 65, 66)]
+    for _ in range(entry.MEGAMORPHIC):
+        for a, b, out in args:
+            ops.add(a, b, out=out)
+    assert entry.NAMES["_IC_add"] is None and entry.NAMES["_BY_add"]
+    keyed = entry.NAMES["_KEYED_add"]
+    for _ in range(3):
+        for a, b, out in args:
+            out.fill_(float("nan"))
+            np.testing.assert_allclose(_f64(ops.add(a, b, out=out)), _f64(a) + _f64(b),
+                                       rtol=1e-6)
+    assert entry.NAMES["_KEYED_add"] == keyed
+    t = torch.randn(64, 64, device="cuda", generator=gen).t()
+    b, out = args[0][1], args[0][2]
+    for _ in range(2):
+        np.testing.assert_allclose(_f64(ops.add(t, b, out=out)), _f64(t) + _f64(b), rtol=1e-6)
+    assert entry.NAMES["_KEYED_add"] == keyed + 1 and fulls.count("add") == 4

@@ -278,27 +278,51 @@ def test_an_op_called_with_many_shapes_stops_probing(
         torch: Any, rng: np.random.Generator) -> None:
     """Three shapes in turn miss both entries of the inline cache every call: past
     MEGAMORPHIC calls that found their plan by key the op's cache stays empty (no probe
-    runs), until RETRY such calls or the plan cache empties; two shapes in turn never
-    get there."""
+    runs) and its plans are kept by the leading tensor's shape and dtype instead, which
+    serve the three shapes without a key; calls those miss (same shape and dtype, other
+    strides) find their plan by key, until RETRY such calls or the plan cache empties;
+    two shapes in turn never get there."""
     xs = {n: torch.tensor(rng.standard_normal(n).astype(np.float32)) for n in (10, 20, 30)}
     for _ in range(3 * entry.MEGAMORPHIC):
         for n in (10, 20):
             ops.neg(xs[n])
     assert entry.NAMES["_IC_neg"] is not None and entry.NAMES["_KEYED_neg"] <= 2
+    assert not entry.NAMES["_BY_neg"]  # None: not megamorphic
     for turn in range(entry.MEGAMORPHIC):
         for n in (10, 20, 30):
             np.testing.assert_array_equal(ops.neg(xs[n]).numpy(), -xs[n].numpy())
         if turn < entry.MEGAMORPHIC // 3 - 1:
             assert entry.NAMES["_IC_neg"] is not None
     assert entry.NAMES["_IC_neg"] is None
+    keyed = entry.NAMES["_KEYED_neg"]
+    assert sorted(shape for shape, _ in entry.NAMES["_BY_neg"]) == [(10,), (20,), (30,)]
+    for _ in range(5):  # served by shape: no call builds its key
+        for n in (30, 10, 20):
+            np.testing.assert_array_equal(ops.neg(xs[n]).numpy(), -xs[n].numpy())
+    assert entry.NAMES["_KEYED_neg"] == keyed
+    wide = torch.tensor(rng.standard_normal(20).astype(np.float32))
+    strided = fake_torch.Tensor(wide.array.view((10,), (2,)), {"float32": torch.float32})
     while entry.NAMES["_KEYED_neg"]:  # RETRY calls by key later the cache is tried again
         assert entry.NAMES["_IC_neg"] is None
-        ops.neg(xs[10])
-    ops.neg(xs[10])
+        for x in (strided, xs[10]):  # each misses the other's plan by shape
+            np.testing.assert_array_equal(ops.neg(x).numpy(), -x.numpy())
+    ops.neg(strided)  # by key (the plan by shape is xs[10]'s): the next tries the cache
     assert entry.NAMES["_IC_neg"] is not None and entry.NAMES["_KEYED_neg"] == 1
     entry.clear()
+    assert entry.NAMES["_BY_neg"] is None
     ops.neg(xs[10])
     assert entry.NAMES["_IC_neg"] is not None and entry.NAMES["_KEYED_neg"] == 0
+
+
+def test_a_megamorphic_op_keeps_a_bounded_number_of_plans_by_shape(
+        torch: Any, rng: np.random.Generator) -> None:
+    """Past SHAPES shapes the plans by shape start over; every call is right."""
+    xs = [torch.tensor(rng.standard_normal(n).astype(np.float32)) for n in range(1, 100)]
+    for _ in range(2):
+        for x in xs:
+            np.testing.assert_array_equal(ops.neg(x).numpy(), -x.numpy())
+    assert entry.NAMES["_IC_neg"] is None
+    assert 0 < len(entry.NAMES["_BY_neg"]) <= entry.SHAPES
 
 
 def test_the_inline_cache_compares_static_values(

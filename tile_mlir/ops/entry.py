@@ -22,11 +22,13 @@ reads make its part (a torch tensor: dtype, shape, strides, pointer alignment `p
 expression such as `alpha == 1`; out=: its layout and whether its pointer is an
 input's), then one dict lookup finds the plan's launcher (plan.py), which allocates,
 writes the pointers and numbers and launches, and goes first into the inline cache
-(which stays empty for an op past MEGAMORPHIC such calls: one called with more kinds of
-arguments than it holds). Anything the key cannot describe cheaply (CuPy and other
-arrays, torch subclasses) is keyed by `keyof`; NumPy arrays and unusual numbers take
-the full path every call, and so does a tensor whose getters raise (torch's sparse and
-nested tensors), where args.py names it. A miss runs the full path: describe the
+(which stays empty for an op past MEGAMORPHIC such calls, one called with more kinds of
+arguments than it holds: such an op keeps its plans' checked entries by its leading
+tensor's shape and dtype instead, and probes the one for the call's before the key).
+Anything the key cannot describe cheaply (CuPy and other arrays, torch subclasses) is
+keyed by `keyof`; NumPy arrays and unusual numbers take the full path every call, and
+so does a tensor whose getters raise (torch's sparse and nested tensors), where args.py
+names it. A miss runs the full path: describe the
 arguments (args.py), run the semantics into a Builder, make the launcher, keep it
 under the key, call it. Whatever empties the plan cache (clear, adopt, new tuning
 choices, another torch) empties the inline caches too.
@@ -41,8 +43,9 @@ us a call (1.07x and 1.06x torch eager's in the same run) -> 7.24 and 7.83 (0.80
 for the checks that refuse it (the guard stops at the first tensor that differs)
 before its key is built: ops.add(out=) over three shapes in turn ran 1.15-1.26x torch
 eager's host time with two probes that always missed (1.0x before the inline cache),
-hence MEGAMORPHIC, with which it runs at the key's cost (bench/launch_cost.py:
-1.04-1.10x); over two shapes in turn, 0.84-0.85x.
+hence MEGAMORPHIC, with which it ran at the key's cost (1.04-1.10x), and with the plans
+by shape 0.88-0.90x (bench/launch_cost.py, H100 host); over two shapes in turn,
+0.83-0.89x.
 
 ops.fuse (fuse.py) traces functions of the ops with `Traced` values: the key has no
 part for one (keyof gives None), so a call on one takes the full path, which hands
@@ -119,8 +122,10 @@ def _miss(*values: Any) -> Any:
 _NS["_MISS"], _NS["_MISSED"] = MISS, _miss
 _INLINE: list[str] = []
 """The ops with an inline cache: in _NS, `_IC_<op>` (the newest plan's checked entry;
-None: probe nothing), `_IC2_<op>` (the one before it) and `_KEYED_<op>` (the calls that
-found their plan by key while the inline cache held another)."""
+None: probe nothing), `_IC2_<op>` (the one before it), `_KEYED_<op>` (the calls that
+found their plan by key while the inline cache held another) and `_BY_<op>` (None, or
+once the op is megamorphic its plans' checked entries by the leading tensor's shape and
+dtype)."""
 
 MEGAMORPHIC = 64
 """Calls of an op that found their plan by key, past which its inline cache is left
@@ -132,10 +137,17 @@ RETRY = 1024
 """Calls by key after which an op's emptied inline cache is tried again (the calls may
 have settled on fewer kinds of arguments since): at most MEGAMORPHIC probing calls in
 RETRY."""
+SHAPES = 64
+"""Plans a megamorphic op keeps by its leading tensor's shape and dtype (`_BY_<op>`);
+past that it starts over. While its inline cache is empty, a call probes the plan found
+last by key for a leading tensor like its own (one getter, one dict lookup, that
+plan's checks) before it builds its key: an op called with several shapes in turn
+(a model's layers of different widths) runs at the inline cache's cost, not the key's."""
 
 
 def _empty(op: str) -> None:
     _NS[f"_IC_{op}"], _NS[f"_IC2_{op}"], _NS[f"_KEYED_{op}"] = None, _miss, 0
+    _NS[f"_BY_{op}"] = None
 
 
 def _push(op: str, checked: Callable[..., Any]) -> None:
@@ -386,15 +398,40 @@ def _signature_text(spec: Spec) -> str:
     return ", ".join(parts)
 
 
-def _keyed_lines(first: str, second: str, keyed: str) -> list[str]:
+def _keyed_lines(first: str, second: str, keyed: str, shaped: str, lead: str | None
+                 ) -> list[str]:
     """After a call found its plan by key: the plan first in the inline cache (the cache
     empty for a plan without a checked entry, and past MEGAMORPHIC such calls until
-    RETRY)."""
+    RETRY, when the plan goes into the op's plans by shape instead, under its leading
+    tensor's shape and dtype: `_k_<lead>1`, `_k_<lead>0`)."""
+    by_shape = [] if lead is None else [
+        f"            if _c is not None and type({lead}) is _TENSOR:",
+        f"                if {shaped} is None or len({shaped}) >= {SHAPES}:",
+        f"                    {shaped} = {{}}",
+        f"                {shaped}[(_k_{lead}1, _k_{lead}0)] = _c"]
     return ["    _c = _plan.inline", f"    if _c is not {first}:", f"        {keyed} += 1",
             f"        if _c is None or {keyed} > {MEGAMORPHIC}:", f"            {first} = None",
+            *by_shape,
             f"            if {keyed} > {RETRY}:", f"                {keyed} = 0",
             "        else:", f"            {second} = {first} if {first} is not None "
             "else _MISSED", f"            {first} = _c"]
+
+
+def _lead(spec: Spec) -> str | None:
+    """The parameter whose shape and dtype index a megamorphic op's plans: its first array
+    or operand (None for an op without one)."""
+    return next((p.name for p in spec.params if spec.role(p.name) in ("operand", "array")),
+                None)
+
+
+def _shaped_lines(shaped: str, lead: str, values: str) -> list[str]:
+    """A megamorphic op's probe: the checked entry of the plan last found by key for a
+    leading tensor of this shape and dtype (its getters may raise: a nested tensor's)."""
+    return [f"    elif {shaped} is not None and type({lead}) is _TENSOR:", "        try:",
+            f"            _c = {shaped}.get(({lead}.shape, {lead}.dtype))",
+            "        except RuntimeError:", "            _c = None", "        if _c is not None:",
+            f"            _r = _c({values})", "            if _r is not _MISS:",
+            "                return _r"]
 
 
 def _generate(spec: Spec) -> Callable[..., Any]:
@@ -402,14 +439,18 @@ def _generate(spec: Spec) -> Callable[..., Any]:
     values = ", ".join(names)
     slow = f"_SLOW_{spec.name}(None, {values})"
     inlined = "outs" not in spec.roles.values()  # (out=(a, b): never inline_entry's)
-    first, second, keyed = (f"_IC_{spec.name}", f"_IC2_{spec.name}",
-                            f"_KEYED_{spec.name}")
+    first, second, keyed, shaped = (f"_IC_{spec.name}", f"_IC2_{spec.name}",
+                                    f"_KEYED_{spec.name}", f"_BY_{spec.name}")
+    lead = _lead(spec)
     lines = [f"def {spec.name}({_signature_text(spec)}):"]
     if inlined:
-        lines += [f"    global {first}, {second}, {keyed}", f"    if {first} is not None:"]
+        lines += [f"    global {first}, {second}, {keyed}, {shaped}",
+                  f"    if {first} is not None:"]
         for cache in (first, second):
             lines += [f"        _r = {cache}({values})", "        if _r is not _MISS:",
                       "            return _r"]
+        if lead is not None:
+            lines += _shaped_lines(shaped, lead, values)
     lines.append("    try:")
     for param in spec.params:
         lines += [f"    {line}" for line in _param_lines(spec, param, slow)]
@@ -421,7 +462,7 @@ def _generate(spec: Spec) -> Callable[..., Any]:
               "    except KeyError:", f"        return _SLOW_{spec.name}(_key, {values})",
               "    except TypeError:  # an unhashable parameter: no plan for it",
               f"        return {slow}",
-              *(_keyed_lines(first, second, keyed) if inlined else []),
+              *(_keyed_lines(first, second, keyed, shaped, lead) if inlined else []),
               f"    return _plan({', '.join(spec.launcher_params())})"]
     if inlined:
         _empty(spec.name)
