@@ -71,8 +71,9 @@ def _compiled(program: LangProgram) -> tuple[str, int]:
 
 CASES = [
     # op, M, N, dtype: the planner's choice for them (sm_90)
-    ("softmax", 4096, 1024, "bf16"),  # warp: 32 lanes a row, 4 rows a CTA
+    ("softmax", 4096, 1024, "bf16"),  # cta: 128 threads, a vector each
     ("log_softmax", 32768, 1024, "f32"),
+    ("rms_norm", 32768, 512, "f32"),  # warp: 16 lanes a row, 8 rows a CTA
     ("rms_norm", 8192, 4096, "bf16"),  # cta
     ("layer_norm", 2048, 16384, "f32"),
     ("fused_add_rms_norm", 8192, 16384, "bf16"),

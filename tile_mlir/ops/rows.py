@@ -63,6 +63,15 @@ MAX_PARTS = 16
 """Parts (register tiles) a row's program holds at most (narrow accesses make many): the
 straight-line code grows with them."""
 MAX_CTA = 1024
+SHORT_HELD = 8
+"""Values of a row a thread holds where a group of lanes would be a whole warp (rows of
+513 to 1024 16-byte-vectorized elements, 257 to 512 scalar ones): a CTA a row holds it,
+max(64, N / 8) threads. Measured on an H100 (rows of 1024 at bench/fused.py's 128 MiB,
+each geometry beside torch.compile in one run, 300 repetitions): a CTA of 128 threads
+against a warp a row, 4 rows a CTA: RMSNorm f32 0.989x -> 0.999x torch.compile, layer
+norm f32 0.993x -> 1.003x, bf16 0.998x -> 1.005x, fused add + RMSNorm f32 0.981x ->
+0.999x, bf16 0.996x -> 0.998x, softmax f32 0.999x both (warps a row of 64 or 256
+threads a CTA, 16 lanes a row: 0.98-1.00x)."""
 CLUSTER_HELD = 64
 """f32 values of a row a thread of a cluster holds at most: a cluster's CTAs have at most
 512 threads, which leaves a thread 128 registers."""
@@ -113,6 +122,18 @@ def _warp(m: int, nv: int, vec: int) -> Plan | None:
                    f"{g.threads} threads, reductions within the lanes (no barrier)")
 
 
+def _whole_warp(nv: int, vec: int) -> Plan | None:
+    """A row a group of lanes would hold only as a whole warp: a CTA of SHORT_HELD values
+    a thread instead."""
+    if _pow2(-(-nv // parts_limit(vec))) != 32:
+        return None
+    threads = max(64, _pow2(-(-nv * vec // SHORT_HELD)))
+    g = Geometry("cta", vec, threads)
+    return Plan(g, f"a row of {nv * vec} would take a whole warp: one CTA of {threads} "
+                   f"threads holds it, {g.row_parts(nv * vec) * vec} elements each; "
+                   "reductions across its warps through shared memory (one barrier each)")
+
+
 def _cta(nv: int, vec: int, most: int) -> Plan | None:
     threads = max(64, _pow2(-(-nv // parts_limit(vec))))
     if threads > most:
@@ -151,11 +172,12 @@ def _split(nv: int, vec: int, clusters: int) -> Plan:
 
 def choose(m: int, n: int, vec: int, clusters: int) -> Plan:
     """The strategy for m rows of n elements accessed `vec` at a time (see the module
-    docstring of programs/rows.py): a group of lanes, a CTA, a cluster (of at most
+    docstring of programs/rows.py): a group of lanes (of at most 16: a row a whole
+    warp would hold takes a CTA, `_whole_warp`), a CTA, a cluster (of at most
     `clusters` CTAs: the GPU's largest_cluster, 0 where it has none) or two passes, the
     first that holds the row in registers."""
     nv = n // vec
-    found = _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
+    found = _whole_warp(nv, vec) or _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
         _cluster(nv, vec, clusters) or _cta(nv, vec, MAX_CTA)
     return found or _split(nv, vec, clusters)
 
