@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,8 +60,10 @@ class DeviceBuffer:
             self.ptr = 0
 
     def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # at interpreter shutdown the driver may be gone
+        try:  # noqa: SIM105 - at interpreter shutdown contextlib may be gone (None)
             self.close()
+        except Exception:  # noqa: BLE001 - the driver may be gone too: nobody to tell
+            pass
 
     def __enter__(self) -> DeviceBuffer:
         return self
