@@ -107,10 +107,15 @@ def parts_limit(vec: int, held: int = HELD) -> int:
     return max(1, min(MAX_PARTS, held // vec))
 
 
+def _holders(nv: int, vec: int) -> int:
+    """Threads a row of nv vectors takes at parts_limit(vec) vectors each (a power of two)."""
+    return _pow2(-(-nv // parts_limit(vec)))
+
+
 def _warp(m: int, nv: int, vec: int) -> Plan | None:
     """A group of lanes per row, several rows a CTA; fewer rows a CTA where the grid
     would not give every SM two CTAs."""
-    lanes = min(32, _pow2(-(-nv // parts_limit(vec))))
+    lanes = min(32, _holders(nv, vec))
     if -(-nv // lanes) > parts_limit(vec):
         return None
     rows = BLOCK // lanes
@@ -125,7 +130,7 @@ def _warp(m: int, nv: int, vec: int) -> Plan | None:
 def _whole_warp(nv: int, vec: int) -> Plan | None:
     """A row a group of lanes would hold only as a whole warp: a CTA of SHORT_HELD values
     a thread instead."""
-    if _pow2(-(-nv // parts_limit(vec))) != 32:
+    if _holders(nv, vec) != 32:
         return None
     threads = max(64, _pow2(-(-nv * vec // SHORT_HELD)))
     g = Geometry("cta", vec, threads)
@@ -135,7 +140,7 @@ def _whole_warp(nv: int, vec: int) -> Plan | None:
 
 
 def _cta(nv: int, vec: int, most: int) -> Plan | None:
-    threads = max(64, _pow2(-(-nv // parts_limit(vec))))
+    threads = max(64, _holders(nv, vec))
     if threads > most:
         return None
     g = Geometry("cta", vec, threads)
