@@ -723,15 +723,16 @@ def full(spec: Spec, key: tuple[Any, ...] | None, values: Sequence[Any]) -> Any:
         builder = _semantics(spec, call)
         if call.host and builder.launches:
             return _staged(spec, values)
-        kept = key is not None and builder.cacheable and not call.host
-        launcher = builder.finish(inline_entry(spec, key, values) if kept and key else None)
+        kept = key if builder.cacheable and not call.host else None  # the key to keep under
+        launcher = builder.finish(inline_entry(spec, kept, values) if kept is not None
+                                  else None)
     launcher.full = lambda *given: full(spec, None, given[:len(spec.params)])
     pointers = [call.pointers.get(p, 0) for p in spec.pointers()]
-    if kept and key is not None:
+    if kept is not None:
         with _lock:
             if len(PLANS) >= LIMIT:
                 clear()
-            PLANS[key] = launcher.function
+            PLANS[kept] = launcher.function
             launcher.function.inline = launcher.checked  # type: ignore[attr-defined]
             if spec.name in _INLINE and launcher.checked is not None:
                 _push(spec.name, launcher.checked)
