@@ -81,6 +81,14 @@ _INTRINSIC_CALLS = [
     (re.compile(r'llvm\.call_intrinsic "llvm\.nvvm\.div\.approx\.f"\((%[\w#-]+), (%[\w#-]+)\) '
                 r': \(f32, f32\) -> f32'),
      r"arith.divf \1, \2 : f32"),
+    # softplus's ex2.approx.f32 and lg2.approx.f32 (bodies.softplus_narrow): the host's
+    # exp2f and log2f, to which the approximations are within one ulp of a narrow result
+    (re.compile(r'llvm\.call_intrinsic "llvm\.nvvm\.ex2\.approx\.f32"\((%[\w#-]+)\) '
+                r': \(f32\) -> f32'),
+     r"math.exp2 \1 : f32"),
+    (re.compile(r'llvm\.call_intrinsic "llvm\.nvvm\.lg2\.approx\.f"\((%[\w#-]+)\) '
+                r': \(f32\) -> f32'),
+     r"math.log2 \1 : f32"),
 ]
 
 INTRINSIC_HELPERS = """

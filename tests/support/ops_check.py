@@ -172,7 +172,7 @@ def array(case: Case, position: int, rng: np.random.Generator) -> np.ndarray:
     values = _float_domain(case.op, position, rng, shape)
     special = rng.random(shape) < 1 / 16
     values = np.where(special, rng.choice(_specials(dtype), shape), values)
-    return _round(values, dtype)
+    return rounded(values, dtype)
 
 
 def scalar(case: Case, position: int, rng: np.random.Generator) -> bool | int | float:
@@ -201,7 +201,7 @@ def inputs(case: Case, rng: np.random.Generator) -> list[Any]:
 # ------------------------------------------------------------ expectations
 
 
-def _round(values: np.ndarray, dtype: str) -> np.ndarray:
+def rounded(values: np.ndarray, dtype: str) -> np.ndarray:
     """float values rounded to dtype as the kernels round: e4m3fn saturates (NaN kept)."""
     if dtype == "f8e4m3":
         values = np.where(np.isnan(values), values, np.clip(values, -448.0, 448.0))
@@ -249,7 +249,7 @@ def _cast_number(case: Case, position: int, value: Any) -> Any:
     if op not in CASTS_NUMBERS or case.dtype not in ("f16", "bf16") or \
             case.shapes[position] is not None:
         return value
-    return _round(np.asarray(float(value)), case.dtype)
+    return rounded(np.asarray(float(value)), case.dtype)
 
 
 def operands(case: Case, args: list[Any]) -> list[Any]:
@@ -286,7 +286,7 @@ def expected(case: Case, args: list[Any]) -> np.ndarray:
     result = np.broadcast_to(result, shape)
     if case.result == "bool" or not DTYPES[case.result].is_float:
         return result.astype(DTYPES[case.result].np_dtype())
-    return _round(result.astype(np.float64), case.result)
+    return rounded(result.astype(np.float64), case.result)
 
 
 # ------------------------------------------------------------------ errors

@@ -60,6 +60,8 @@ F = LIBRARY_FLOATS  # f32, f16, bf16, f8e4m3, f8e5m2
 FI = F + INTS
 FIB = (*FI, "bool")
 IB = (*INTS, "bool")
+NARROW = (*HALVES, *FP8)
+"""The float results narrower than f32 (a row's narrow_body serves them)."""
 
 FAMILIES = ("unary_math", "binary_arith", "activation", "fused_gated", "comparison", "bitwise",
             "logical", "special", "rope", "dropout", "alibi", "sinusoidal")
@@ -89,6 +91,10 @@ class EwOp:
     # where every input and the result are fp8: a cheaper body whose results round to the
     # same fp8 values (its docstring says why; the gpu tier checks every input pair)
     fp8_body: Body | None = None
+    # where the result is narrower than f32 (f16, bf16, fp8): a cheaper body whose
+    # results are within one ulp of that type (its docstring says why; the gpu tier
+    # checks every 16-bit input)
+    narrow_body: Body | None = None
 
     def promoted(self, inputs: Sequence[str], dst: str) -> str:
         """The type the inputs (and dst, unless a predicate) promote to."""
@@ -115,9 +121,12 @@ class EwOp:
         return dst if self.storage and dst not in FP8 else None
 
     def body_for(self, inputs: Sequence[str], dst: str) -> Body:
-        """The body for these input and dst types: fp8_body where all are fp8."""
+        """The body for these input and dst types: fp8_body where all are fp8,
+        narrow_body where dst is narrower than f32."""
         if self.fp8_body is not None and dst in FP8 and all(d in FP8 for d in inputs):
             return self.fp8_body
+        if self.narrow_body is not None and dst in NARROW:
+            return self.narrow_body
         return self.body
 
     def kept_type(self, n: int) -> str | None:
@@ -144,9 +153,10 @@ def _binary(name: str, body: Body, ref: Reference, *, dtypes: tuple[str, ...] = 
 
 
 def _activation(name: str, arity: int = 1, *, scalar_only: tuple[int, ...] = (),
-                native: tuple[str, ...] = (), exact: bool = False) -> EwOp:
+                native: tuple[str, ...] = (), exact: bool = False,
+                narrow: Body | None = None) -> EwOp:
     return EwOp(name, arity, getattr(b, name), getattr(r, name), F, "same", "activation",
-                native, scalar_only=scalar_only, exact=exact)
+                native, scalar_only=scalar_only, exact=exact, narrow_body=narrow)
 
 
 def _gated(name: str, activation: Body) -> EwOp:
@@ -229,13 +239,13 @@ _ROWS = (
     _activation("sigmoid"),
     _activation("tanh"),
     _activation("leaky_relu", 2, scalar_only=(1,), exact=True),
-    _activation("elu", 2, scalar_only=(1,)),
-    _activation("selu"),
+    _activation("elu", 2, scalar_only=(1,), narrow=b.elu_narrow),
+    _activation("selu", narrow=b.selu_narrow),
     _activation("hardswish", exact=True),
     _activation("hardsigmoid", exact=True),
     _activation("hardtanh", 3, scalar_only=(1, 2), exact=True),
-    _activation("softplus", 3, scalar_only=(1, 2)),
-    _activation("mish"),
+    _activation("softplus", 3, scalar_only=(1, 2), narrow=b.softplus_narrow),
+    _activation("mish", narrow=b.mish_narrow),
     _activation("prelu", 2, exact=True),  # weight: (C,) along dim 1 or (1,), by strides
     EwOp("gelu_tanh", 1, b.gelu_tanh, r.gelu_tanh, F, "same", "internal"),  # approximate="tanh"
     # fused_gated: act(x[..., :N]) * x[..., N:] (vLLM, FlashInfer), rounded once

@@ -402,6 +402,53 @@ def fma(args: list[Value], _: Type) -> Value:
     return mlir_math.fma(*args)
 
 
+# ------------------------------------------- the MUFU's approximations (narrow_body rows)
+# Where a result is narrower than f32 (f16, bf16, fp8), a row's narrow_body may use the
+# special function unit's approximations in place of libdevice's functions: their f32
+# error (2^-22) is far below a narrow result's rounding, and libdevice's 20-50
+# instructions an element held those rows compute bound.
+
+EX2_APPROX = "llvm.nvvm.ex2.approx.f32"
+"""ex2.approx.f32: 2^x within 2 ulp (relative 2^-22), subnormal results kept (no .ftz)."""
+LG2_APPROX = "llvm.nvvm.lg2.approx.f"
+"""lg2.approx.f32: log2(x) within 2^-22.6 absolute, subnormal inputs kept (no .ftz)."""
+DIV_APPROX = "llvm.nvvm.div.approx.f"
+"""div.approx.f32: x * rcp.approx(y), within 2 ulp of x / y (|y| < 2^126)."""
+
+
+def _lanewise(name: str, *args: Value) -> Value:
+    """A scalar f32 NVVM intrinsic on each lane of its arguments (of one type)."""
+    ty = args[0].type
+    f32 = emit.element_type(ty)
+
+    def one(*values: Value) -> Value:
+        return llvm.CallIntrinsicOp(f32, name, list(values), [], []).results[0]
+
+    if not isinstance(ty, ir.VectorType):
+        return one(*args)
+    lanes = ir.VectorType(ty).shape[0]
+    return vector.from_elements(ty, [one(*(vector.extract(a, [], [lane]) for a in args))
+                                     for lane in range(lanes)])
+
+
+def _expm1_mufu(x: Value, ty: Type) -> Value:
+    """expm1(x) within 2^-16 (relative) for x <= 0: e^x - 1 with ex2.approx, its Taylor
+    series to x^6 / 720 where |x| < EXPM1_SERIES (its relative error, about x^6 / 5040,
+    is 2^-24 there; e^x - 1 would cancel)."""
+    e = _lanewise(EX2_APPROX, arith.mulf(x, const(ty, math.log2(math.e))))
+    series = const(ty, 1.0 / 720.0)
+    for k in (120, 24, 6, 2, 1):  # 1 + x/2 + x^2/6 + ... + x^5/720, by Horner
+        series = mlir_math.fma(series, x, const(ty, 1.0 / k))
+    small = arith.mulf(x, series)
+    near = compare("lt", mlir_math.absf(x), const(ty, EXPM1_SERIES))
+    return arith.select(near, small, arith.subf(e, const(ty, 1.0)))
+
+
+EXPM1_SERIES = 0.25
+"""Below it (in magnitude) _expm1_mufu sums the series; from it e^x - 1 loses at most a
+factor e^-0.25 / (1 - e^-0.25) < 3.6 of ex2's accuracy to the cancellation."""
+
+
 # ---------------------------------------------------------------- activations
 # torch's CUDA kernels (ATen/native/cuda/Activation*Kernel.cu), in the compute type (f32
 # for the narrow floats, torch's opmath), with the same operations in the same order so
@@ -457,14 +504,29 @@ def elu(args: list[Value], ty: Type) -> Value:
     return _positive_or(x, ty, arith.mulf(mlir_math.expm1(x), alpha))
 
 
+def elu_narrow(args: list[Value], ty: Type) -> Value:
+    """elu where the result is narrower than f32: expm1 by _expm1_mufu (libdevice's expm1f
+    held 16-bit elu at 82-94% of the copy roofline); one ulp of the narrow result."""
+    x, alpha = args
+    return _positive_or(x, ty, arith.mulf(_expm1_mufu(x, ty), alpha))
+
+
 def selu(args: list[Value], ty: Type) -> Value:
     """elu with scale: x > 0 ? x * scale : expm1(x) * (alpha * scale), the constants
     rounded to float and their product taken in float, as torch does."""
-    x = args[0]
+    return _selu(args[0], ty, mlir_math.expm1(args[0]))
+
+
+def selu_narrow(args: list[Value], ty: Type) -> Value:
+    """selu where the result is narrower than f32: expm1 by _expm1_mufu, as elu_narrow."""
+    return _selu(args[0], ty, _expm1_mufu(args[0], ty))
+
+
+def _selu(x: Value, ty: Type, expm1: Value) -> Value:
     scale = _f32(SELU_SCALE)
     negative = _f32(_f32(SELU_ALPHA) * scale)
     positive = arith.mulf(x, const(ty, scale))
-    below = arith.mulf(mlir_math.expm1(x), const(ty, negative))
+    below = arith.mulf(expm1, const(ty, negative))
     return arith.select(compare("gt", x, const(ty, 0.0)), positive, below)
 
 
@@ -537,14 +599,71 @@ def softplus(args: list[Value], ty: Type) -> Value:
     return arith.select(compare("gt", scaled, threshold), x, smooth)
 
 
+EXP_OVERFLOW = 88.72283935546875
+"""The least f32 whose exp overflows (ln of f32's largest value, rounded up): torch's
+log1p(exp(y)) is inf from there (where its threshold lets y through), and so is
+softplus_narrow's, which would otherwise give y."""
+LOG1P_SERIES = 2.0 ** -4
+"""Below it, log1p(t) is its series to t^5 / 5 (relative error t^5 / 6 <= 2^-22.6);
+from it, lg2(1 + t) * ln 2 (log1p >= 0.06 there: relative error <= 2^-18.5)."""
+
+
+def softplus_narrow(args: list[Value], ty: Type) -> Value:
+    """softplus where the result is f16, bf16 or fp8 (computed in f32): max(y, 0) +
+    log1p(exp(-|y|)), y = x * beta, with the MUFU's ex2.approx and lg2.approx in place of
+    libdevice's expf and log1pf (whose ~35 instructions an element held 16-bit softplus
+    compute bound, below Inductor's fast exp). The f32 result is within 2^-17 of the
+    exact one (relative: ex2's argument -|y| * log2(e) rounds to f32; LOG1P_SERIES), so
+    the narrow result is the correctly rounded one or its neighbour (one ulp: the
+    accuracy table's bound), subnormals included; NaN,
+    the infinities, the threshold and exp's overflow (EXP_OVERFLOW) as in `softplus`."""
+    x, beta, threshold = args
+    scaled = arith.mulf(x, beta)
+    one = _lane0(beta)
+    inverse = arith.divf(const(one.type, 1.0), one)
+    if isinstance(ty, ir.VectorType):
+        inverse = vector.broadcast(ty, inverse)
+    lowered = arith.negf(mlir_math.absf(scaled))
+    t = _lanewise(EX2_APPROX, arith.mulf(lowered, const(ty, math.log2(math.e))))
+    series, minus_t = const(ty, 1.0 / 5.0), arith.negf(t)
+    for k in (4, 3, 2, 1):  # 1 - t/2 + t^2/3 - t^3/4 + t^4/5, by Horner
+        series = mlir_math.fma(series, minus_t, const(ty, 1.0 / k))
+    small = arith.mulf(t, series)
+    large = arith.mulf(_lanewise(LG2_APPROX, arith.addf(const(ty, 1.0), t)),
+                       const(ty, math.log(2.0)))
+    log1p = arith.select(compare("lt", t, const(ty, LOG1P_SERIES)), small, large)
+    total = arith.addf(arith.maximumf(scaled, const(ty, 0.0)), log1p)
+    total = arith.select(compare("ge", scaled, const(ty, EXP_OVERFLOW)),
+                         const(ty, math.inf), total)
+    smooth = arith.mulf(total, inverse)
+    return arith.select(compare("gt", scaled, threshold), x, smooth)
+
+
 def mish(args: list[Value], _: Type) -> Value:
     """x * tanh(log1p(exp(x)))."""
     x = args[0]
     return arith.mulf(x, mlir_math.tanh(mlir_math.log1p(mlir_math.exp(x))))
 
 
-DIV_APPROX = "llvm.nvvm.div.approx.f"
-"""div.approx.f32: x * rcp.approx(y), within 2 ulp of x / y (|y| < 2^126)."""
+MISH_SATURATES = 20.0
+"""From here on tanh(log1p(exp(x))) is 1 in f32 (1 - 2 exp(-2x) rounds to 1 from x = 9):
+mish_narrow takes 1 there, where its quotient would overflow (from x = 44)."""
+
+
+def mish_narrow(args: list[Value], ty: Type) -> Value:
+    """mish where the result is f16, bf16 or fp8 (computed in f32): tanh(log1p(e^x)) is
+    n / (n + 2) with n = e^x (e^x + 2), e^x by ex2.approx and the quotient by div.approx
+    (libdevice's expf, log1pf and tanhf, some 50 instructions an element, held 16-bit
+    mish at 61-73% of the copy roofline). The f32 result is within 2^-16 of the exact
+    one (relative: ex2's argument rounds, the product and the quotient add a few ulps),
+    so the narrow result is the correctly rounded one or its neighbour (one ulp); NaN
+    and the infinities as in `mish` (-inf gives NaN: -inf * 0)."""
+    x = args[0]
+    e = _lanewise(EX2_APPROX, arith.mulf(x, const(ty, math.log2(math.e))))
+    n = mlir_math.fma(e, e, arith.addf(e, e))
+    ratio = _lanewise(DIV_APPROX, n, arith.addf(n, const(ty, 2.0)))
+    ratio = arith.select(compare("gt", x, const(ty, MISH_SATURATES)), const(ty, 1.0), ratio)
+    return arith.mulf(x, ratio)
 
 
 def div_fp8(args: list[Value], ty: Type) -> Value:
@@ -556,18 +675,7 @@ def div_fp8(args: list[Value], ty: Type) -> Value:
     two, which rcp.approx and the product give exactly; 2 ulp of f32 is 2^-22. Inf,
     NaN, zeros and their signs come out of the product as IEEE's. The gpu tier
     compares every pair of fp8 values with the IEEE path."""
-    a, b = args
-    f32 = emit.element_type(ty)
-
-    def one(x: Value, y: Value) -> Value:
-        return llvm.CallIntrinsicOp(f32, DIV_APPROX, [x, y], [], []).results[0]
-
-    if not isinstance(ty, ir.VectorType):
-        return one(a, b)
-    lanes = ir.VectorType(ty).shape[0]
-    return vector.from_elements(ty, [one(vector.extract(a, [], [lane]),
-                                         vector.extract(b, [], [lane]))
-                                     for lane in range(lanes)])
+    return _lanewise(DIV_APPROX, *args)
 
 
 # ----------------------------------------------------------- fused gated activations

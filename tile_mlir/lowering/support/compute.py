@@ -455,8 +455,9 @@ class FusedCompute(Compute):
             operands = [uses.argument(plan, n) for n in range(len(plan.step.args))]
             ty = value_type(plan.compute, vec)
             storage = plan.row.storage_type(plan.dtype.name)
-            value = plan.row.body(operands, ty, storage=storage) if plan.row.storage else \
-                plan.row.body(operands, ty)
+            body = plan.row.body_for([t.name for t in plan.types], plan.dtype.name)
+            value = body(operands, ty, storage=storage) if plan.row.storage else \
+                body(operands, ty)
             uses.results.append(convert(value, plan.result, plan.dtype, vec))
         dst, last = self.info.dst, self.steps[-1]
         store(convert(uses.results[-1], last.dtype, dst.dtype, vec), at[dst.index], dst.dtype,
