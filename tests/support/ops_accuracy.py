@@ -6,7 +6,8 @@ dtype, the largest relative error over finite results and the largest
 distance in ulps of the result's format; "exact" where every result equals the
 reference bit for bit. Run on the GPU machine from the repository root:
 
-    source .stage/mlir/env.sh && python3 tests/ops_accuracy.py --out docs/ops-accuracy.md
+    source .stage/mlir/env.sh && PYTHONPATH=tests:$PYTHONPATH \
+        python3 tests/support/ops_accuracy.py --out docs/ops-accuracy.md
 """
 
 from __future__ import annotations
@@ -83,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         "# tile_mlir.ops: max observed error per op and dtype", "",
         f"Measured on {device_name()} against {against}, "
         f"{datetime.date.today().isoformat()}, seed {args.seed}, by "
-        "`python3 tests/ops_accuracy.py`. Each cell: the largest relative error over finite "
-        "results and the largest distance in ulps of the result's format, over the gpu "
+        "`PYTHONPATH=tests python3 tests/support/ops_accuracy.py`. Each cell: the largest "
+        "relative error over finite results and the largest distance in ulps of the result's format, over the gpu "
         "tier's cases (special values included); *exact*: every result equal bit for bit "
         "(NaN for NaN). Bounds: exact ops bitwise; fp32 1e-5, fp16 1e-3, bf16 1.6e-2 "
         "relative, or one ulp.", ""]
