@@ -29,7 +29,7 @@ harness times every system alike: no graphs, the same inputs, outputs from torch
 caching allocator warmed up before timing, the systems interleaved repetition by
 repetition, L2 flushed before each. Under it (H100, 2026-11-24) tile-mlir moves
 3.00-3.04 TB/s on those cases, 0.98-1.03x of the best peer (softplus was 0.85x,
-its IEEE division per element; 0.97-0.98x with the reciprocal taken once, 1.10-1.25x
+its IEEE division per element; 0.97-0.98x with the reciprocal taken once, 1.12-1.25x
 since its narrow results take the MUFU's approximations); which of the changes removed
 the anomaly was not isolated.
 """
