@@ -70,6 +70,19 @@ def test_fp8_uses_the_packed_conversions() -> None:
     assert "setp.ge.f32" in e5m2  # e5m2 keeps Inf: what saturated moves up to it
 
 
+@pytest.mark.parametrize("op", ["softplus", "mish", "elu", "selu"])
+def test_narrow_results_take_the_narrow_body(op: str) -> None:
+    """A result narrower than f32 takes the row's narrow_body: the MUFU's ex2.approx
+    without .ftz (subnormal results kept), none of libdevice's (whose expf flushes); f32
+    keeps the body whose results are torch's, libdevice's functions."""
+    approx = re.compile(r"\bex2\.approx\.f32\b")
+    for dtype in ("f16", "bf16", "f8e4m3"):
+        ptx = _ptx(Case(op, dtype, standard_cases(op, dtype, LARGE)[0].shapes))
+        assert approx.search(ptx) and "ex2.approx.ftz" not in ptx, dtype
+    wide = _ptx(Case(op, "f32", standard_cases(op, "f32", LARGE)[0].shapes))
+    assert not approx.search(wide)
+
+
 def test_index_width_follows_the_size() -> None:
     small = prepared(Case("add", "f32", ((1000,), (1000,))))
     assert small.signature.index_bits == 32
