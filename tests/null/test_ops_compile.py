@@ -72,15 +72,27 @@ def test_fp8_uses_the_packed_conversions() -> None:
 
 @pytest.mark.parametrize("op", ["softplus", "mish", "elu", "selu"])
 def test_narrow_results_take_the_narrow_body(op: str) -> None:
-    """A result narrower than f32 takes the row's narrow_body: the MUFU's ex2.approx
-    without .ftz (subnormal results kept), none of libdevice's (whose expf flushes); f32
-    keeps the body whose results are torch's, libdevice's functions."""
-    approx = re.compile(r"\bex2\.approx\.f32\b")
+    """A result narrower than f32 (whatever the inputs) takes the row's narrow_body, an f32
+    one the body whose results are torch's."""
+    row = op_table.ELEMENTWISE[op]
+    assert row.narrow_body is not None
+    for dst in ("f16", "bf16", "f8e4m3", "f8e5m2"):
+        assert row.body_for([dst], dst) is row.narrow_body
+        assert row.body_for(["f32"], dst) is row.narrow_body
+    assert row.body_for(["f32"], "f32") is row.body
+    assert row.body_for(["bf16"], "f32") is row.body
+
+
+@pytest.mark.parametrize(("op", "instruction", "flushing"),
+                         [("softplus", "lg2.approx.f32", "lg2.approx.ftz"),
+                          ("mish", "div.approx.f32", "div.approx.ftz")])
+def test_narrow_bodies_reach_the_ptx(op: str, instruction: str, flushing: str) -> None:
+    """The MUFU's instructions of a narrow body are in a 16-bit or fp8 kernel's PTX (not
+    flushing subnormals: no .ftz), and not in the f32 one's."""
     for dtype in ("f16", "bf16", "f8e4m3"):
         ptx = _ptx(Case(op, dtype, standard_cases(op, dtype, LARGE)[0].shapes))
-        assert approx.search(ptx) and "ex2.approx.ftz" not in ptx, dtype
-    wide = _ptx(Case(op, "f32", standard_cases(op, "f32", LARGE)[0].shapes))
-    assert not approx.search(wide)
+        assert instruction in ptx and flushing not in ptx, dtype
+    assert instruction not in _ptx(Case(op, "f32", standard_cases(op, "f32", LARGE)[0].shapes))
 
 
 def test_index_width_follows_the_size() -> None:
