@@ -81,8 +81,8 @@ _INTRINSIC_CALLS = [
     (re.compile(r'llvm\.call_intrinsic "llvm\.nvvm\.div\.approx\.f"\((%[\w#-]+), (%[\w#-]+)\) '
                 r': \(f32, f32\) -> f32'),
      r"arith.divf \1, \2 : f32"),
-    # softplus's ex2.approx.f32 and lg2.approx.f32 (bodies.softplus_narrow): the host's
-    # exp2f and log2f, to which the approximations are within one ulp of a narrow result
+    # the narrow bodies' ex2.approx.f32 and lg2.approx.f32 (bodies.py, the MUFU's
+    # approximations): the host's exp2f and log2f, within one ulp of a narrow result
     (re.compile(r'llvm\.call_intrinsic "llvm\.nvvm\.ex2\.approx\.f32"\((%[\w#-]+)\) '
                 r': \(f32\) -> f32'),
      r"math.exp2 \1 : f32"),

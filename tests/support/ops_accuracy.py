@@ -85,10 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         f"Measured on {device_name()} against {against}, "
         f"{datetime.date.today().isoformat()}, seed {args.seed}, by "
         "`PYTHONPATH=tests python3 tests/support/ops_accuracy.py`. Each cell: the largest "
-        "relative error over finite results and the largest distance in ulps of the result's format, over the gpu "
-        "tier's cases (special values included); *exact*: every result equal bit for bit "
-        "(NaN for NaN). Bounds: exact ops bitwise; fp32 1e-5, fp16 1e-3, bf16 1.6e-2 "
-        "relative, or one ulp.", ""]
+        "relative error over finite results and the largest distance in ulps of the "
+        "result's format, over the gpu tier's cases (special values included); *exact*: "
+        "every result equal bit for bit (NaN for NaN). Bounds: exact ops bitwise; fp32 "
+        "1e-5, fp16 1e-3, bf16 1.6e-2 relative, or one ulp.", ""]
     text = "\n".join(header + lines) + "\n"
     print(text)
     if args.out:

@@ -615,8 +615,8 @@ def softplus_narrow(args: list[Value], ty: Type) -> Value:
     compute bound, below Inductor's fast exp). The f32 result is within 2^-17 of the
     exact one (relative: ex2's argument -|y| * log2(e) rounds to f32; LOG1P_SERIES), so
     the narrow result is the correctly rounded one or its neighbour (one ulp: the
-    accuracy table's bound), subnormals included; NaN,
-    the infinities, the threshold and exp's overflow (EXP_OVERFLOW) as in `softplus`."""
+    accuracy table's bound), subnormals included; NaN, the infinities, the threshold and
+    exp's overflow (EXP_OVERFLOW) as in `softplus`."""
     x, beta, threshold = args
     scaled = arith.mulf(x, beta)
     one = _lane0(beta)

@@ -26,8 +26,8 @@ logical and special families in f32, bf16, f16 and i32; the integer and bool dty
 families at 2^20 and from 2^24; fp8's binary_arith, comparison and logical families from
 2^24; and for the ops whose cost is not their family's (gelu and gelu_tanh_and_mul in
 bf16 and f16, softplus in bf16, mish in f16; isnan, which of an integer or bool is a
-store of zeros); its meta lists the runs that made it, each timed as the benchmarks time; an H200
-shares the chip name and so the file.
+store of zeros); its meta lists the runs that made it, each timed as the benchmarks
+time; an H200 shares the chip name and so the file.
 """
 
 from __future__ import annotations
