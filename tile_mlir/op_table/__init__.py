@@ -16,10 +16,10 @@ in itself. A tile (memref) input of another type than the tiles and dst promote 
 is first rounded to that type where it is narrower than the compute type (torch
 casts every tensor operand to the common dtype: lowering/support/compute.py);
 scalars are not. The result is converted to dst's type. Where that type is
-narrower than f32, a row may build a cheaper body (`narrow_body`: softplus, mish,
-elu and selu on the special function unit's approximations; `fp8_body`: fp8
-division), whose results are within one ulp of the narrow type, and a fused step
-takes the body its unfused op would (`body_for`).
+narrower than f32, a row may build a cheaper body: `narrow_body` (softplus, mish,
+elu and selu on the special function unit's approximations: within one ulp of the
+narrow result) or, where every operand is fp8, `fp8_body` (division: the same fp8
+results); a fused step takes the body its unfused op would (`body_for`).
 
 Output rules: "same" (dst has the promoted type), "float" (as "same", but
 integer and bool inputs promote to f32: exp, div), "bool" (a predicate), and
