@@ -431,11 +431,16 @@ def _lanewise(name: str, *args: Value) -> Value:
                                      for lane in range(lanes)])
 
 
+def _exp_mufu(x: Value, ty: Type) -> Value:
+    """e^x as ex2.approx(x * log2(e)) (the product rounds to f32 first)."""
+    return _lanewise(EX2_APPROX, arith.mulf(x, const(ty, math.log2(math.e))))
+
+
 def _expm1_mufu(x: Value, ty: Type) -> Value:
     """expm1(x) within 2^-16 (relative) for x <= 0: e^x - 1 with ex2.approx, its Taylor
     series to x^6 / 720 where |x| < EXPM1_SERIES (its relative error, about x^6 / 5040,
     is 2^-24 there; e^x - 1 would cancel)."""
-    e = _lanewise(EX2_APPROX, arith.mulf(x, const(ty, math.log2(math.e))))
+    e = _exp_mufu(x, ty)
     series = const(ty, 1.0 / 720.0)
     for k in (120, 24, 6, 2, 1):  # 1 + x/2 + x^2/6 + ... + x^5/720, by Horner
         series = mlir_math.fma(series, x, const(ty, 1.0 / k))
@@ -589,13 +594,18 @@ def softplus(args: list[Value], ty: Type) -> Value:
     taken once, of the scalar (an IEEE division per element held the f16/bf16 rows at
     0.85x of Inductor, which divides approximately); the product is within one rounding
     of the quotient, and exact for the default beta = 1."""
+    return _softplus(args, ty, lambda y: mlir_math.log1p(mlir_math.exp(y)))
+
+
+def _softplus(args: list[Value], ty: Type, log1p_exp: Callable[[Value], Value]) -> Value:
+    """softplus with log1p(exp(y)) built by `log1p_exp` (softplus's and softplus_narrow's)."""
     x, beta, threshold = args
     scaled = arith.mulf(x, beta)
     one = _lane0(beta)
     inverse = arith.divf(const(one.type, 1.0), one)
     if isinstance(ty, ir.VectorType):
         inverse = vector.broadcast(ty, inverse)
-    smooth = arith.mulf(mlir_math.log1p(mlir_math.exp(scaled)), inverse)
+    smooth = arith.mulf(log1p_exp(scaled), inverse)
     return arith.select(compare("gt", scaled, threshold), x, smooth)
 
 
@@ -617,14 +627,12 @@ def softplus_narrow(args: list[Value], ty: Type) -> Value:
     the narrow result is the correctly rounded one or its neighbour (one ulp: the
     accuracy table's bound), subnormals included; NaN, the infinities, the threshold and
     exp's overflow (EXP_OVERFLOW) as in `softplus`."""
-    x, beta, threshold = args
-    scaled = arith.mulf(x, beta)
-    one = _lane0(beta)
-    inverse = arith.divf(const(one.type, 1.0), one)
-    if isinstance(ty, ir.VectorType):
-        inverse = vector.broadcast(ty, inverse)
-    lowered = arith.negf(mlir_math.absf(scaled))
-    t = _lanewise(EX2_APPROX, arith.mulf(lowered, const(ty, math.log2(math.e))))
+    return _softplus(args, ty, lambda y: _log1p_exp_mufu(y, ty))
+
+
+def _log1p_exp_mufu(y: Value, ty: Type) -> Value:
+    """log1p(exp(y)) as max(y, 0) + log1p(t), t = exp(-|y|) (softplus_narrow)."""
+    t = _exp_mufu(arith.negf(mlir_math.absf(y)), ty)
     series, minus_t = const(ty, 1.0 / 5.0), arith.negf(t)
     for k in (4, 3, 2, 1):  # 1 - t/2 + t^2/3 - t^3/4 + t^4/5, by Horner
         series = mlir_math.fma(series, minus_t, const(ty, 1.0 / k))
@@ -632,11 +640,8 @@ def softplus_narrow(args: list[Value], ty: Type) -> Value:
     large = arith.mulf(_lanewise(LG2_APPROX, arith.addf(const(ty, 1.0), t)),
                        const(ty, math.log(2.0)))
     log1p = arith.select(compare("lt", t, const(ty, LOG1P_SERIES)), small, large)
-    total = arith.addf(arith.maximumf(scaled, const(ty, 0.0)), log1p)
-    total = arith.select(compare("ge", scaled, const(ty, EXP_OVERFLOW)),
-                         const(ty, math.inf), total)
-    smooth = arith.mulf(total, inverse)
-    return arith.select(compare("gt", scaled, threshold), x, smooth)
+    total = arith.addf(arith.maximumf(y, const(ty, 0.0)), log1p)
+    return arith.select(compare("ge", y, const(ty, EXP_OVERFLOW)), const(ty, math.inf), total)
 
 
 def mish(args: list[Value], _: Type) -> Value:
@@ -659,7 +664,7 @@ def mish_narrow(args: list[Value], ty: Type) -> Value:
     so the narrow result is the correctly rounded one or its neighbour (one ulp); NaN
     and the infinities as in `mish` (-inf gives NaN: -inf * 0)."""
     x = args[0]
-    e = _lanewise(EX2_APPROX, arith.mulf(x, const(ty, math.log2(math.e))))
+    e = _exp_mufu(x, ty)
     n = mlir_math.fma(e, e, arith.addf(e, e))
     ratio = _lanewise(DIV_APPROX, n, arith.addf(n, const(ty, 2.0)))
     ratio = arith.select(compare("gt", x, const(ty, MISH_SATURATES)), const(ty, 1.0), ratio)
