@@ -109,12 +109,18 @@ irdl.dialect @tile {
   // dst <- reduce(src) over `axes` with `kind` (sum, max, min, prod).
   //   "tile.reduce"(%dst, %src) {kind = "sum", axes = array<i64: -1>,
   //       accum = false, scope = "cta"} : (memref<4xf32, ..>, memref<4x8xf32, ..>) -> ()
+  // A kind that reduces tuples of k values takes k (dst, src) pairs of register
+  // tiles of one type, the i-th elements of the sources making the i-th tuple
+  // (online_softmax's (m, s) pairs, welford's (n, mean, M2) triples); each
+  // element of a dst takes the result of its position's reduced axes.
+  //   "tile.reduce"(%M, %m, %S, %s) {kind = "online_softmax", axes = array<i64: 0>,
+  //       scope = "cta"} : (memref<64x1xf32, ..>, memref<64x1xf32, ..>, ...) -> ()
   irdl.operation @reduce {
     %dst = irdl.base "!builtin.memref"
     %src = irdl.base "!builtin.memref"
     %kind = irdl.base "#builtin.string"
     %scope = irdl.base "#builtin.string"
-    irdl.operands(dst: %dst, src: %src)
+    irdl.operands(dst: %dst, src: %src, more: variadic %src)
     irdl.attributes {"kind" = %kind, "scope" = %scope}
   }
 

@@ -213,9 +213,11 @@ class ReduceOp(TileOp):
         scale: float | None = None,
         scope: str = "cta",
         variant: str | None = None,
+        more: Sequence[ir.Value] = (),
         loc: ir.Location | None = None,
         ip: ir.InsertionPoint | None = None,
     ):
+        """`more`: a tuple kind's further (dst, src) pairs, flat: dst2, src2, dst3, ..."""
         attributes = _base_attributes(scope, variant)
         attributes["kind"] = ir.StringAttr.get(kind)
         if axes is not None:
@@ -226,13 +228,24 @@ class ReduceOp(TileOp):
             attributes["scale"] = ir.FloatAttr.get_f64(scale)
         super().__init__(
             _build(self,
-                results=[], operands=[dst, src], attributes=attributes, loc=loc, ip=ip
+                results=[], operands=[dst, src, *more], attributes=attributes, loc=loc,
+                ip=ip
             )
         )
 
     @property
     def src(self) -> ir.Value:
         return self.operation.operands[1]
+
+    @property
+    def dsts(self) -> list[ir.Value]:
+        """Every destination: dst, then a tuple kind's others."""
+        return list(self.operation.operands)[0::2]
+
+    @property
+    def srcs(self) -> list[ir.Value]:
+        """Every source: src, then a tuple kind's others."""
+        return list(self.operation.operands)[1::2]
 
     @property
     def kind(self) -> str:

@@ -431,25 +431,51 @@ def copy(scope: str, dst: Any, src: Any, options: dict[str, Any]) -> None:
 
 
 REDUCTIONS = {"sum": "sum", "prod": "prod", "amax": "max", "amin": "min", "max": "max",
-              "min": "min"}
+              "min": "min", "online_softmax": "online_softmax", "welford": "welford"}
+
+
+def _tensors(value: Any, name: str, kind: str, arity: int) -> list[Tensor]:
+    """One tensor, or a tuple kind's k of them."""
+    if arity == 1:
+        return [_tensor(value, name)]
+    if not isinstance(value, list | tuple) or len(value) != arity:
+        raise errors.program_error(f"a '{kind}' reduction takes {name} as a tuple of "
+                                   f"{arity} tensors, got {type(value).__name__}")
+    tensors = [_tensor(v, f"{name}[{i}]") for i, v in enumerate(value)]
+    for i, t in enumerate(tensors):
+        if t.space != "local":
+            raise errors.program_error(f"a '{kind}' reduction folds register tiles "
+                                       f"(tl.alloc_reg): {name}[{i}] is in {t.space} memory")
+    return tensors
 
 
 def reduce(scope: str, kind: str, dst: Any, src: Any, *, axes: Sequence[int] | int | None,
            accum: bool, scale: float | None, options: dict[str, Any]) -> None:
     if kind not in REDUCTIONS:
         raise errors.program_error(f"unknown reduction '{kind}'{_suggest(kind, list(REDUCTIONS))}")
-    target, source = _tensor(dst, "dst"), _tensor(src, "src")
+    arity = op_table.REDUCE_KINDS[REDUCTIONS[kind]].arity
+    targets, sources = _tensors(dst, "dst", kind, arity), _tensors(src, "src", kind, arity)
+    source = sources[0]
+    for name, t in [*(("dst", t) for t in targets), *(("src", t) for t in sources[1:])]:
+        if arity > 1 and (t.shape != source.shape or t.layout != source.layout):
+            raise errors.program_error(
+                f"a '{kind}' reduction takes tiles of one shape and layout (each element of "
+                f"a dst the result at its position): {name} {list(t.shape)} {t.layout}, "
+                f"src[0] {list(source.shape)} {source.layout}")
     chosen = None if axes is None else (axes,) if isinstance(axes, int) else tuple(axes)
     for axis in chosen or ():
         if not isinstance(axis, int) or not -source.rank <= axis < source.rank:
             raise errors.program_error(f"axis {axis!r} is not an axis of a {source.rank}-d "
                                        "tensor")
     variant = options.pop("variant", None)
+    more = [t.value for pair in zip(targets[1:], sources[1:], strict=True) for t in pair]
     with at():
-        built = tile.ReduceOp(REDUCTIONS[kind], target.value, source.value, axes=chosen,
-                              accum=accum, scale=scale, scope=scope, variant=variant)
+        built = tile.ReduceOp(REDUCTIONS[kind], targets[0].value, source.value, axes=chosen,
+                              accum=accum, scale=scale, scope=scope, variant=variant,
+                              more=more)
         _options(built, options)
-    builder.mark_written(target)
+    for target in targets:
+        builder.mark_written(target)
 
 
 class Scope:
@@ -501,6 +527,24 @@ class Scope:
     def amin(self, dst: Tensor, src: Tensor, axes: Sequence[int] | int | None = None, *,
             accum: bool = False, scale: float | None = None, **options: Any) -> None:
         reduce(self.name, "min", dst, src, axes=axes, accum=accum, scale=scale,
+               options=options)
+
+    def online_softmax(self, dst: Sequence[Tensor], src: Sequence[Tensor],
+                       axes: Sequence[int] | int | None = None, **options: Any) -> None:
+        """dst = (M, S) from the pairs src = (m, s) over `axes`: M the max of m, S the sum
+        of s * exp(m - M) (a term whose m is M counts s itself). Softmax's statistics of
+        parts, each (its max, its sum of exp(x - that max)), meet in one reduction. The
+        four register tiles have one shape and layout: each element of M and S takes
+        the result over the reduced axes of its position."""
+        reduce(self.name, "online_softmax", dst, src, axes=axes, accum=False, scale=None,
+               options=options)
+
+    def welford(self, dst: Sequence[Tensor], src: Sequence[Tensor],
+                axes: Sequence[int] | int | None = None, **options: Any) -> None:
+        """dst = (n, mean, M2) of the union of disjoint parts, src = their (n, mean, M2)
+        (M2: the sum of squared deviations from the part's mean), over `axes`; shapes
+        and layouts as online_softmax's."""
+        reduce(self.name, "welford", dst, src, axes=axes, accum=False, scale=None,
                options=options)
 
     def __getattr__(self, op: str) -> Any:

@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 import numpy as np
 
@@ -377,21 +378,63 @@ def library_ops() -> list[EwOp | Composite]:
 
 @dataclass(frozen=True)
 class ReduceKind:
-    """A `tile.reduce` kind: how two partial results combine, and where they start."""
+    """A `tile.reduce` kind: how two partial results combine, and where they start.
+
+    Most kinds fold one value per element with an elementwise row (`combine`). A kind
+    of `arity` k > 1 folds k-tuples: tile.reduce takes k sources and k destinations, the
+    element i of each source together making the i-th tuple, and `merge` (a body of
+    bodies.py taking two tuples, giving one) combines two partial tuples. These are the
+    statistics that a row op needs in one pass over its partials, where two reductions
+    would need two rounds of communication: online softmax's (max, sum of exp) and
+    Welford's (count, mean, M2), merged as Chan et al. do."""
 
     name: str
-    combine: str  # the elementwise row that combines two partials
-    identity: float  # what a lane without elements contributes
-    ref: Callable[..., np.ndarray]  # NumPy reduction (array, axis=...) in float64
+    combine: str  # the elementwise row that combines two partials ("" for a tuple kind)
+    identity: tuple[float, ...]  # what a lane without elements contributes
+    ref: Callable[..., Any]  # NumPy reduction (array(s), axis=..., keepdims=...) in float64
+    merge: Body | None = None  # a tuple kind's combine: (a, b) -> a tuple
+
+    @property
+    def arity(self) -> int:
+        return len(self.identity)
+
+
+def _online_softmax(m: np.ndarray, s: np.ndarray, axis: Any = None, keepdims: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """(max m, sum of s * exp(m - max m)) over `axis`: a term whose m is the max counts
+    s itself (so that -inf maxima stay exact)."""
+    top = np.max(m, axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        factor = np.where(m == top, 1.0, np.exp(m - top))
+    total = np.sum(s * factor, axis=axis, keepdims=keepdims)
+    return (top if keepdims else np.squeeze(top, axis=axis)), total
+
+
+def _welford(n: np.ndarray, mean: np.ndarray, m2: np.ndarray, axis: Any = None,
+             keepdims: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(count, mean, M2) of the union of the partial statistics over `axis`."""
+    count = np.sum(n, axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = np.where(count > 0, np.sum(n * mean, axis=axis, keepdims=True) /
+                         np.where(count > 0, count, 1.0), 0.0)
+    m2_total = np.sum(m2 + n * (mean - total) ** 2, axis=axis, keepdims=True)
+    if keepdims:
+        return count, total, m2_total
+    return tuple(np.squeeze(a, axis=axis) for a in (count, total, m2_total))  # type: ignore[return-value]
 
 
 REDUCE_KINDS: dict[str, ReduceKind] = {
     k.name: k
     for k in (
-        ReduceKind("sum", "add", 0.0, np.sum),
-        ReduceKind("prod", "mul", 1.0, np.prod),
+        ReduceKind("sum", "add", (0.0,), np.sum),
+        ReduceKind("prod", "mul", (1.0,), np.prod),
         # maximum/minimum propagate NaN, as torch.amax / torch.amin do
-        ReduceKind("max", "maximum", float("-inf"), np.max),
-        ReduceKind("min", "minimum", float("inf"), np.min),
+        ReduceKind("max", "maximum", (float("-inf"),), np.max),
+        ReduceKind("min", "minimum", (float("inf"),), np.min),
+        # pairs (m, s): the max of m, and the sum of s * exp(m - that max)
+        ReduceKind("online_softmax", "", (float("-inf"), 0.0), _online_softmax,
+                   b.online_softmax_merge),
+        # triples (n, mean, M2) of disjoint parts: those of their union
+        ReduceKind("welford", "", (0.0, 0.0, 0.0), _welford, b.welford_merge),
     )
 }

@@ -53,7 +53,6 @@ ATTRIBUTES = {
     "tile.reduce": ("kind", "scope", "axes", "accum", "scale", "variant"),
     "tile.alloc": ("layout",),
 }
-REDUCE_KINDS = ("sum", "max", "min", "prod")
 
 
 def _shape(shape: tuple[int, ...]) -> str:
@@ -442,8 +441,9 @@ def check_reduce(info: OpInfo) -> list[str]:
     op = info.op
     assert isinstance(op, tile.ReduceOp)
     errors = []
-    if op.kind not in REDUCE_KINDS:
-        errors.append(f"has unknown kind '{op.kind}' (kinds: {', '.join(REDUCE_KINDS)})")
+    kind = op_table.REDUCE_KINDS.get(op.kind)
+    if kind is None:
+        errors.append(f"has unknown kind '{op.kind}' (kinds: {', '.join(op_table.REDUCE_KINDS)})")
     accum = info.attr("accum")
     if accum is not None and not isinstance(accum, ir.BoolAttr):
         errors.append("has a non-boolean 'accum' attribute")
@@ -453,6 +453,13 @@ def check_reduce(info: OpInfo) -> list[str]:
     axes_attr = info.attr("axes")
     if axes_attr is not None and not isinstance(axes_attr, ir.DenseI64ArrayAttr):
         return [*errors, "needs 'axes' as array<i64: ...>"]
+    arity = kind.arity if kind is not None else 1
+    if len(info.operands) != 2 * arity:
+        pairs = "one (dst, src) pair" if arity == 1 else f"{arity} (dst, src) pairs"
+        return [*errors, f"of kind '{op.kind}' takes {pairs} of operands, got "
+                         f"{len(info.operands)} operands"]
+    if arity > 1:
+        return errors + _tuple_problems(info, op.kind, accum is not None or scale is not None)
     src, dst = info.sources[0], info.dst
     rank = len(src.shape)
     axes = op.axes if op.axes is not None else list(range(rank))
@@ -468,6 +475,36 @@ def check_reduce(info: OpInfo) -> list[str]:
     # result rounds once at the store); other types into their own.
     if dst.dtype.name != src.dtype.name and not (dst.dtype.is_float and src.dtype.is_float):
         errors.append(f"reduces {src.dtype.name} into {dst.dtype.name}")
+    return errors
+
+
+def _tuple_problems(info: OpInfo, kind: str, accum_or_scale: bool) -> list[str]:
+    """A tuple kind's operands: register tiles of floats of one shape and layout (each
+    element of a dst takes the result of its position's reduced axes; the i-th elements
+    of the sources make a tuple); no accum or scale (a tuple has no one old value to
+    combine with, nor one to scale)."""
+    op = info.op
+    assert isinstance(op, tile.ReduceOp)
+    errors = []
+    if accum_or_scale:
+        errors.append(f"of kind '{kind}' takes no 'accum' or 'scale'")
+    first = info.operands[1]
+    rank = len(first.shape)
+    axes = op.axes if op.axes is not None else list(range(rank))
+    if any(not -rank <= a < rank for a in axes) or len({a % rank for a in axes}) != len(axes):
+        errors.append(f"has axes {axes}, not distinct axes of a rank-{rank} tile")
+    for operand in info.operands:
+        role = "dst" if operand.index % 2 == 0 else "src"
+        if operand.space != "local":
+            errors.append(f"of kind '{kind}' reduces register tiles: {role} (operand "
+                          f"{operand.index}) is in {operand.space} memory")
+        elif not operand.dtype.is_float:
+            errors.append(f"of kind '{kind}' reduces floats: {role} (operand "
+                          f"{operand.index}) is {operand.dtype.name}")
+        elif operand.shape != first.shape or str(operand.layout) != str(first.layout):
+            errors.append(f"of kind '{kind}' takes operands of one shape and layout: "
+                          f"{role} (operand {operand.index}) is {_shape(operand.shape)} "
+                          f"{operand.layout}, src {_shape(first.shape)} {first.layout}")
     return errors
 
 

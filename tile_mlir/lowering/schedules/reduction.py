@@ -4,7 +4,10 @@ A tile.reduce over `axes` of a tile of shape S splits S into the kept axes
 (R output positions) and the reduced axes (L elements each). Partial results
 accumulate in f32 for 16-bit floats (sums of halves lose too much otherwise)
 and in the element type for f32; lanes with nothing to reduce contribute the
-kind's identity (0, 1, -inf, +inf); max and min propagate NaN like torch. The
+kind's identity (0, 1, -inf, +inf); max and min propagate NaN like torch. A tuple
+kind (op_table.ReduceKind's arity > 1: online softmax's (max, sum), Welford's (count,
+mean, M2)) folds its k sources together: its partials travel as one vector<k x f32>
+(shuffled a component at a time), which only reduce/local takes. The
 schedules: rows.py (the innermost axis reduced, seed 001's shuffle tree),
 columns.py (the innermost axis kept), registers.py (register tiles).
 """
@@ -16,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, memref, nvvm, scf
+from mlir.dialects import arith, memref, nvvm, scf, vector
 
 from tile_mlir import op_table
 from tile_mlir.contract import WARP
@@ -64,13 +67,38 @@ class Reduction:
         return (math.prod(shape[a] for a in self.kept),
                 math.prod(shape[a] for a in self.axes))
 
+    @property
+    def arity(self) -> int:
+        """Values per partial: 1, or a tuple kind's k."""
+        return self.kind.arity
+
+    @property
+    def acc_type(self) -> ir.Type:
+        """A partial's type: the accumulation type, a vector<k x it> for a tuple kind."""
+        scalar = ir.Type.parse(self.acc.mlir)
+        return scalar if self.arity == 1 else ir.VectorType.get([self.arity], scalar)
+
+    def pack(self, values: list[ir.Value]) -> ir.Value:
+        """A tuple kind's k values as one partial."""
+        return values[0] if self.arity == 1 else vector.from_elements(self.acc_type, values)
+
+    def unpack(self, partial: ir.Value) -> list[ir.Value]:
+        return [partial] if self.arity == 1 else \
+            [vector.extract(partial, [], [i]) for i in range(self.arity)]
+
     def combine(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        if self.kind.merge is not None:
+            return self.pack(self.kind.merge(self.unpack(a), self.unpack(b)))
         row = op_table.lookup(self.kind.combine)
         assert row is not None
         return row.body([a, b], a.type)
 
     def identity(self, vec: int = 1) -> ir.Value:
-        return const(value_type(self.acc, vec), self.kind.identity)
+        if self.arity > 1:
+            assert vec == 1, "a tuple kind folds one partial at a time"
+            scalar = ir.Type.parse(self.acc.mlir)
+            return self.pack([const(scalar, v) for v in self.kind.identity])
+        return const(value_type(self.acc, vec), self.kind.identity[0])
 
     def finish(self, value: ir.Value) -> ir.Value:
         """The result as stored: scaled when the op has a scale (before any accum)."""
@@ -166,6 +194,18 @@ def warp_mask(tid: ir.Value, threads: int) -> ir.Value:
     return arith.select(full, _i32(-1), partial)
 
 
+def shuffle_xor(value: ir.Value, mask: ir.Value, offset: int, clamp: ir.Value) -> ir.Value:
+    """The value of the lane whose index differs by xor `offset` (shfl.sync.bfly); a
+    tuple kind's vector a component at a time."""
+    if not isinstance(value.type, ir.VectorType):
+        return nvvm.shfl_sync(value.type, mask, value, _i32(offset), clamp, nvvm.ShflKind.bfly)
+    vector_type = ir.VectorType(value.type)
+    parts = [vector.extract(value, [], [i]) for i in range(vector_type.shape[0])]
+    return vector.from_elements(vector_type, [
+        nvvm.shfl_sync(p.type, mask, p, _i32(offset), clamp, nvvm.ShflKind.bfly)
+        for p in parts])
+
+
 def butterfly(red: Reduction, value: ir.Value, mask: ir.Value, width: int,
               first_offset: int = 1) -> ir.Value:
     """Fold lanes that differ in the bits first_offset .. width/2: xor shuffles within
@@ -173,7 +213,7 @@ def butterfly(red: Reduction, value: ir.Value, mask: ir.Value, width: int,
     clamp = _i32(((WARP - width) << 8) | (WARP - 1))
     offset = first_offset
     while offset < width:
-        other = nvvm.shfl_sync(value.type, mask, value, _i32(offset), clamp, nvvm.ShflKind.bfly)
+        other = shuffle_xor(value, mask, offset, clamp)
         value = red.combine(value, other)
         offset *= 2
     return value
@@ -197,8 +237,7 @@ def scratch(info: OpInfo, red: Reduction, count: int, *, per_instance: bool = Tr
     threads, block = info.scope_threads, info.block_threads
     instances = block // threads if per_instance and info.scope in ("warp", "warpgroup") \
         and threads and block else 1
-    buffer = shared_scratch(info.op, "__tile_reduce", ir.Type.parse(red.acc.mlir),
-                            count * instances)
+    buffer = shared_scratch(info.op, "__tile_reduce", red.acc_type, count * instances)
     flat = ir.MemRefType(buffer.type)
     workgroup = flat.memory_space
     if instances == 1:

@@ -47,13 +47,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, llvm, memref, nvvm, scf
+from mlir.dialects import arith, llvm, memref, scf
 
 from tile_mlir.contract import WARP
 from tile_mlir.dialects.tile import SCOPES
 from tile_mlir.layout import TileLayout
 from tile_mlir.lowering.schedules import induced
-from tile_mlir.lowering.schedules.reduction import Reduction, butterfly, scratch, warp_mask
+from tile_mlir.lowering.schedules.reduction import (
+    Reduction,
+    butterfly,
+    scratch,
+    shuffle_xor,
+    warp_mask,
+)
 from tile_mlir.lowering.schedules.threads import Field, ThreadPlan, thread_plan
 from tile_mlir.lowering.support import mailbox, sync, tails
 from tile_mlir.lowering.support.access import Access, linearize
@@ -89,11 +95,19 @@ def _i32(value: int) -> ir.Value:
 class _Local:
     info: OpInfo
     red: Reduction
-    src: Access
-    dst: Access
+    srcs: tuple[Access, ...]  # one per value of the kind's tuples (one, mostly)
+    dsts: tuple[Access, ...]
     plan: ThreadPlan
     tid: ir.Value  # the thread's index in the scope
     mask: ir.Value  # the warp's existing lanes, for the shuffles
+
+    @property
+    def src(self) -> Access:
+        return self.srcs[0]
+
+    @property
+    def dst(self) -> Access:
+        return self.dsts[0]
 
     @property
     def layout(self) -> TileLayout:
@@ -106,15 +120,18 @@ def cluster_block(info: OpInfo) -> int:
     return info.block_threads or 0 if info.scope == "cluster" else 0
 
 
-def reduce(info: OpInfo, red: Reduction, src: Access, dst: Access) -> None:
-    """Lower the register reduction at the insertion point."""
+def reduce(info: OpInfo, red: Reduction, srcs: tuple[Access, ...], dsts: tuple[Access, ...]
+           ) -> None:
+    """Lower the register reduction at the insertion point (srcs and dsts: one each, or
+    a tuple kind's k; tile-verify gave them one layout)."""
+    src = srcs[0]
     assert src.layout is not None
     threads = info.scope_threads
     assert threads is not None
     plan, why = thread_plan(src.layout, red.axes, threads, cluster_block(info))
     assert plan is not None, why
     tid = scope_thread_index(info.scope, info.block)
-    op = _Local(info, red, src, dst, plan, tid, warp_mask(tid, threads))
+    op = _Local(info, red, srcs, dsts, plan, tid, warp_mask(tid, threads))
     if plan.ctas:
         _across_ctas(op)
     elif plan.warps:
@@ -156,7 +173,8 @@ def _kept_loops(op: _Local, body: Callable[[dict[int, ir.Value], ir.Value], None
 
 def _partial(op: _Local, coords: dict[int, ir.Value]) -> ir.Value:
     """The thread's registers folded, then the butterflies over the lane fields."""
-    value = _fold_registers(op.red, op.src, coords, _register_dims(op.layout, op.red.axes))
+    dims = _register_dims(op.layout, op.red.axes)
+    value = _fold_registers(op.red, op.srcs, coords, dims)
     for field in op.plan.lanes:
         value = _butterfly(op, value, field)
     return value
@@ -173,8 +191,7 @@ def _butterfly(op: _Local, value: ir.Value, field: Field) -> ir.Value:
     present = arith.subi(const_index(op.plan.threads), first)  # lanes of this warp, capped
     offset = field.stride
     while offset < width:
-        other = nvvm.shfl_sync(value.type, op.mask, value, _i32(offset), _i32(WARP - 1),
-                               nvvm.ShflKind.bfly)
+        other = shuffle_xor(value, op.mask, offset, _i32(WARP - 1))
         partner = arith.xori(lane, const_index(offset))
         valid = arith.cmpi(arith.CmpIPredicate.ult, partner, present)
         value = op.red.combine(value, arith.select(valid, other, op.red.identity()))
@@ -182,22 +199,27 @@ def _butterfly(op: _Local, value: ir.Value, field: Field) -> ir.Value:
     return value
 
 
-def _fold_registers(red: Reduction, src: Access, coords: dict[int, ir.Value],
+def _fold_registers(red: Reduction, srcs: tuple[Access, ...], coords: dict[int, ir.Value],
                     dims: list[int]) -> ir.Value:
     """Fold the thread's registers over the reduced register dims (nested loops, each
     starting from its first element rather than the identity)."""
-    assert src.layout is not None and src.storage is not None
-    layout, storage = src.layout, src.storage
+    layout = srcs[0].layout
+    assert layout is not None
     if not dims:
-        value = load((storage, [_offset(layout, coords)]), src.operand.dtype, 1)
-        return convert(value, src.operand.dtype, red.acc, 1)
-    first = _fold_registers(red, src, {**coords, dims[0]: const_index(0)}, dims[1:])
+        values = []
+        for src in srcs:
+            assert src.storage is not None
+            value = load((src.storage, [_offset(layout, coords)]), src.operand.dtype, 1)
+            values.append(convert(value, src.operand.dtype, red.acc, 1))
+        return red.pack(values)
+    first = _fold_registers(red, srcs, {**coords, dims[0]: const_index(0)}, dims[1:])
     if layout.shape[dims[0]] == 1:
         return first
     loop = scf.ForOp(const_index(1), const_index(layout.shape[dims[0]]), const_index(1),
                      [first])
     with ir.InsertionPoint(loop.body):
-        inner = _fold_registers(red, src, {**coords, dims[0]: loop.induction_variable}, dims[1:])
+        inner = _fold_registers(red, srcs, {**coords, dims[0]: loop.induction_variable},
+                                dims[1:])
         scf.YieldOp([red.combine(loop.inner_iter_args[0], inner)])
     result: ir.Value = loop.results[0]
     return result
@@ -279,8 +301,7 @@ def _through_mailboxes(op: _Local) -> None:
     block, ctas = info.block, info.cluster_ctas
     assert block is not None and ctas is not None
     slots = _slots(op)
-    box = mailbox.Mailbox(info.op.operation, ir.Type.parse(op.red.acc.mlir), slots, ctas,
-                          block)
+    box = mailbox.Mailbox(info.op.operation, op.red.acc_type, slots, ctas, block)
     partial = _cta_partial(op)
     rank = cta_rank()
     peer = _cta_tid(op)  # the CTA this thread posts to
@@ -366,7 +387,7 @@ def _through_barriers(op: _Local) -> None:
     _kept_loops(op, write)
     sync.barrier("cluster", block)
     root = _root_rank(op, cta_threads)
-    pointer, element = shared_pointer(shared), ir.Type.parse(op.red.acc.mlir)
+    pointer, element = shared_pointer(shared), op.red.acc_type
 
     def gather(coords: dict[int, ir.Value], slot: ir.Value) -> ir.Value:
         index = arith.addi(arith.muli(slot, const_index(cta_threads)), leader)
@@ -471,20 +492,52 @@ def _writer(op: _Local) -> ir.Value:
 
 def _store(op: _Local, coords: dict[int, ir.Value], value: ir.Value) -> None:
     """dst at the kept coordinates: dst has the kept axes, or all of them with 1s (or is
-    (1,) for a reduction of everything)."""
-    info, red, dst = op.info, op.red, op.dst
+    (1,) for a reduction of everything); a tuple kind's values each into its dst."""
+    info, red = op.info, op.red
     rank = len(info.sources[0].shape)
     zero = const_index(0)
-    if len(dst.operand.shape) == rank:
-        indices = [coords[a] if a in red.kept else zero for a in range(rank)]
-    else:
-        indices = [coords[a] for a in red.kept] or [zero]
-    if dst.layout is not None:
-        assert dst.storage is not None
-        dims = {i: index for i, index in enumerate(indices)}
-        red.store(value, (dst.storage, [_offset(dst.layout, dims)]), dst.operand.dtype)
+    if red.arity > 1:
+        _store_spread(op, coords, value)
         return
-    red.store(value, (dst.operand.value, indices), dst.operand.dtype)
+    for dst, part in zip(op.dsts, red.unpack(value), strict=True):
+        if len(dst.operand.shape) == rank:
+            indices = [coords[a] if a in red.kept else zero for a in range(rank)]
+        else:
+            indices = [coords[a] for a in red.kept] or [zero]
+        if dst.layout is not None:
+            assert dst.storage is not None
+            dims = {i: index for i, index in enumerate(indices)}
+            red.store(part, (dst.storage, [_offset(dst.layout, dims)]), dst.operand.dtype)
+        else:
+            red.store(part, (dst.operand.value, indices), dst.operand.dtype)
+
+
+def _store_spread(op: _Local, coords: dict[int, ir.Value], value: ir.Value) -> None:
+    """A tuple kind's values into its dsts, each of the source's shape and layout: at
+    every position the thread holds along the reduced axes (its own coordinate of a
+    reduced axis over threads, each of a reduced register dim)."""
+    layout = op.layout
+    axes = induced.axis_values(layout, op.tid, op.plan.threads)
+    at = dict(coords)
+    for a in op.red.axes:
+        it = layout.shard[a]
+        if it.axis is not None:
+            at[a] = induced.digit(axes[it.axis], it.stride, it.extent)
+    parts = op.red.unpack(value)
+
+    def store(position: dict[int, ir.Value], dims: list[int]) -> None:
+        if dims:
+            loop = scf.ForOp(const_index(0), const_index(layout.shape[dims[0]]),
+                             const_index(1))
+            with ir.InsertionPoint(loop.body):
+                store({**position, dims[0]: loop.induction_variable}, dims[1:])
+                scf.YieldOp([])
+            return
+        for dst, part in zip(op.dsts, parts, strict=True):
+            assert dst.storage is not None
+            op.red.store(part, (dst.storage, [_offset(layout, position)]), dst.operand.dtype)
+
+    store(at, _register_dims(layout, op.red.axes))
 
 
 def _thread_coords(op: _Local) -> dict[int, ir.Value]:

@@ -17,7 +17,8 @@ scope no barrier is needed; at warpgroup scope the warpgroup's named barrier. At
 cluster scope (a kernel with nvvm.cluster_dim) reduced axes may spread over the
 cluster's CTAs too: their partials meet through mailboxes in each CTA's shared
 memory (a reduction that runs once a launch) or between two cluster barriers
-(registers.py).
+(registers.py). A tuple kind (online_softmax, welford) folds its k sources together,
+each partial a vector of k values, into its k destinations.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def _layout_problem(info: OpInfo, red: Reduction) -> str:
     _, why = thread_plan(src, red.axes, threads, registers.cluster_block(info))
     if why:
         return why
+    if red.arity > 1:
+        return ""  # a tuple kind's operands share the source's layout (tile-verify)
     if info.dst.space != "local":
         return ""  # one thread writes each output
     if dst is None:
@@ -100,8 +103,8 @@ def check(info: OpInfo) -> Verdict:
 
 
 def lower(info: OpInfo) -> None:
-    src, dst = (Access.of(o, info.buffers) for o in (info.sources[0], info.dst))
-    registers.reduce(info, Reduction.of(info), src, dst)
+    accesses = [Access.of(o, info.buffers) for o in info.operands]
+    registers.reduce(info, Reduction.of(info), tuple(accesses[1::2]), tuple(accesses[0::2]))
 
 
 register(Variant("tile.reduce", "local", 10, check, lower,
