@@ -4,7 +4,7 @@ fast, for the strategies the planner chooses (ops/rows.py) at representative row
 For each: ptxas takes it with no spill (its -v report) and the PTX has no .local (a
 register tile left in memory); the row is read in 16-byte loads (ld.global.nc where
 the kernel only reads it) and written in 16-byte stores; and each reduction has the
-shape of its strategy: a butterfly of 5 shuffles (lanes of a row), plus one bar.sync
+shape of its strategy: a butterfly of 5 shuffles a value (lanes of a row), plus one bar.sync
 (warps of a CTA), plus, in a cluster (.reqnctapercluster C), a post into a peer's
 mailbox, an arrive on its mbarrier and a wait on the CTA's own (and, for the kernel, a
 cluster barrier at the entry and one after the last posts, waited for at the end; no
@@ -26,9 +26,17 @@ from tile_mlir.ops.programs import rows as programs
 from tile_mlir.ops.programs.lang import LangProgram
 from tile_mlir.ops.programs.rows import Geometry
 
-REDUCTIONS = {"softmax": 2, "log_softmax": 2, "rms_norm": 1, "layer_norm": 2,
+REDUCTIONS = {"softmax": 2, "log_softmax": 2, "rms_norm": 1, "layer_norm": 1,
               "fused_add_rms_norm": 1}
-"""Reductions of each op's one-pass kernel (layer norm: the mean, then the variance)."""
+"""Reductions of each op's one-pass kernel (softmax: the max, then the sum of exp)."""
+
+
+def _rounds_and_values(op: str, g: Geometry) -> tuple[int, int]:
+    """(reductions, values of each): layer norm's one reduction folds (count, mean, M2)
+    triples, but over several rows a CTA it takes two (the mean, then the variance)."""
+    if op == "layer_norm":
+        return (2, 1) if g.rows > 1 else (1, 3)
+    return REDUCTIONS[op], 1
 
 
 def _arrays(op: str, m: int, n: int, dtype: str) -> dict[str, Any]:
@@ -96,9 +104,9 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     loads = "ld.global.v4.b32" if op == "fused_add_rms_norm" else "ld.global.nc.v4.b32"
     assert loads in ptx, "the row is not read in 16-byte loads"
     assert "st.global.v4.b32" in ptx, "the row is not written in 16-byte stores"
-    reductions = REDUCTIONS[op]
+    reductions, values = _rounds_and_values(op, g)
     lanes = min(g.lanes, 32)
-    assert ptx.count("shfl.sync.bfly") == reductions * (lanes.bit_length() - 1)
+    assert ptx.count("shfl.sync.bfly") == reductions * values * (lanes.bit_length() - 1)
     cta_wide = g.strategy != "warp" and g.threads > 32
     assert ptx.count("bar.sync") == (reductions if cta_wide else 0)
     clustered = g.strategy == "cluster"
@@ -109,7 +117,9 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     assert ptx.count("barrier.cluster.arrive;") == (1 if clustered else 0)
     assert ptx.count("barrier.cluster.wait;") == (2 if clustered else 0)
     assert ("barrier.cluster.wait;\n\tret;" in ptx) == clustered
-    assert ptx.count("st.shared::cluster") == (reductions if clustered else 0)
+    posted = sum(int(v or 1) * int(bits) // 8 for v, bits in
+                 re.findall(r"st\.shared::cluster(?:\.v(\d))?\.[bf](\d+)", ptx))
+    assert posted == (4 * reductions * values if clustered else 0)  # bytes of f32 values
     assert ptx.count("mbarrier.arrive.release.cluster.shared::cluster") == \
         (reductions if clustered else 0)
     assert ptx.count("mbarrier.test_wait.parity.acquire.cluster") == \
