@@ -26,16 +26,16 @@ from tile_mlir.ops.programs import rows as programs
 from tile_mlir.ops.programs.lang import LangProgram
 from tile_mlir.ops.programs.rows import Geometry
 
-REDUCTIONS = {"softmax": 2, "log_softmax": 2, "rms_norm": 1, "layer_norm": 1,
+REDUCTIONS = {"softmax": 2, "log_softmax": 2, "rms_norm": 1, "layer_norm": 2,
               "fused_add_rms_norm": 1}
 """Reductions of each op's one-pass kernel (softmax: the max, then the sum of exp)."""
 
 
 def _rounds_and_values(op: str, g: Geometry) -> tuple[int, int]:
-    """(reductions, values of each): layer norm's one reduction folds (count, mean, M2)
-    triples, but over several rows a CTA it takes two (the mean, then the variance)."""
+    """(reductions, values of each): layer norm over a cluster's row folds (count, mean,
+    M2) triples in one; elsewhere it takes two (the mean, then the variance)."""
     if op == "layer_norm":
-        return (2, 1) if g.rows > 1 else (1, 3)
+        return (1, 3) if g.strategy == "cluster" else (2, 1)
     return REDUCTIONS[op], 1
 
 

@@ -29,14 +29,14 @@ local memory). The strategies differ in who the P threads are:
 Every value is computed in f32 (16-bit inputs converted as they are loaded) and
 rounded once into the output's type.
 
-Layer norm over a row held by one CTA or cluster takes its statistics in one reduction
-(a round of barriers or mailboxes): each thread's (count, mean, M2), merged as Welford's
-tuples (tile.reduce kind "welford"). Measured on an H100 (bench/fused.py's long rows,
-against the mean and then the centered squares, two rounds): f32 rows of 2^18 2.44 ->
-2.62 TB/s, of 2^16 2.90 -> 2.93, bf16 2.62 -> 2.63 and 2.30 -> 2.33. Softmax keeps its two
-reductions (the max, then the sum of exp): the same one-round form (online softmax's
-(max, sum) pairs) measured 2-5% slower on bf16 rows of 2^16 and 2^18 and within 1-3% on
-f32 rows."""
+Layer norm over a cluster's row takes its statistics in one reduction (one round of
+mailboxes): each thread's (count, mean, M2), merged as Welford's tuples (tile.reduce
+kind "welford"). Measured on an H100 (bench/fused.py, against the mean and then the
+centered squares, two rounds): f32 rows of 2^18 2.44 -> 2.64 TB/s, of 2^16 2.90 -> 2.94,
+bf16 2.62 -> 2.64 and 2.30 -> 2.34; but under one CTA (rows of 1024, many CTAs each
+waiting on its merges) bf16 3.08 -> 2.95, so there it keeps the two rounds. Softmax keeps
+its two reductions everywhere: the one-round form (online softmax's (max, sum) pairs)
+measured 2-5% slower on bf16 rows of 2^16 and 2^18 and within 1-3% on f32 rows."""
 
 from __future__ import annotations
 
@@ -581,10 +581,11 @@ def layer_norm_rows(x: Row, w: Vector, b: Vector, y: Row, eps: tl.f32, *, G: tl.
                     HAS_W: tl.constexpr = True, HAS_B: tl.constexpr = True) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
     raw = rows.load(x, 0.0)
-    # several rows a CTA ("warp"): the mean, then the centered squares (two butterflies
-    # within a warp: no barrier or mailbox round to save)
-    mean, var = layer_stats_of(rows, raw, x, rows.n) if rows.multi else \
-        welford_stats_of(rows, raw)
+    # a cluster's row: one mailbox round (the module's docstring); else the mean, then
+    # the centered squares (shorter merges: bench/fused.py's rows of 1024 under a CTA
+    # ran 3.08 -> 2.95 TB/s with Welford's)
+    mean, var = welford_stats_of(rows, raw) if rows.g.ctas > 1 else \
+        layer_stats_of(rows, raw, x, rows.n)
     rows.scope.mul(var, var, 1.0 / rows.n)
     layer_apply(rows, raw, mean, var, eps=eps, wb=(w if HAS_W else None, b if HAS_B else None),
                 y=y)
