@@ -492,24 +492,25 @@ def _writer(op: _Local) -> ir.Value:
 
 def _store(op: _Local, coords: dict[int, ir.Value], value: ir.Value) -> None:
     """dst at the kept coordinates: dst has the kept axes, or all of them with 1s (or is
-    (1,) for a reduction of everything); a tuple kind's values each into its dst."""
+    (1,) for a reduction of everything); a tuple kind's values each into its dst of the
+    source's shape (_store_spread)."""
     info, red = op.info, op.red
     rank = len(info.sources[0].shape)
     zero = const_index(0)
     if red.arity > 1:
         _store_spread(op, coords, value)
         return
-    for dst, part in zip(op.dsts, red.unpack(value), strict=True):
-        if len(dst.operand.shape) == rank:
-            indices = [coords[a] if a in red.kept else zero for a in range(rank)]
-        else:
-            indices = [coords[a] for a in red.kept] or [zero]
-        if dst.layout is not None:
-            assert dst.storage is not None
-            dims = {i: index for i, index in enumerate(indices)}
-            red.store(part, (dst.storage, [_offset(dst.layout, dims)]), dst.operand.dtype)
-        else:
-            red.store(part, (dst.operand.value, indices), dst.operand.dtype)
+    dst = op.dst
+    if len(dst.operand.shape) == rank:
+        indices = [coords[a] if a in red.kept else zero for a in range(rank)]
+    else:
+        indices = [coords[a] for a in red.kept] or [zero]
+    if dst.layout is not None:
+        assert dst.storage is not None
+        dims = {i: index for i, index in enumerate(indices)}
+        red.store(value, (dst.storage, [_offset(dst.layout, dims)]), dst.operand.dtype)
+        return
+    red.store(value, (dst.operand.value, indices), dst.operand.dtype)
 
 
 def _store_spread(op: _Local, coords: dict[int, ir.Value], value: ir.Value) -> None:
