@@ -141,7 +141,7 @@ gpu.module @m {
   gpu.func @k(%a: memref<4xf32>, %b: memref<4x8xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
     // expected-error@+1 {{reduces 4x8 over axes [0] to 8, but dst has shape 4}}
     "tile.reduce"(%a, %b) {kind = "sum", axes = array<i64: 0>, scope = "cta"} : (memref<4xf32>, memref<4x8xf32>) -> ()
-    // expected-error@+1 {{has unknown kind 'avg' (kinds: sum, max, min, prod)}}
+    // expected-error@+1 {{has unknown kind 'avg' (kinds: sum, prod, max, min, online_softmax, welford)}}
     "tile.reduce"(%a, %b) {kind = "avg", axes = array<i64: -1>, scope = "cta"} : (memref<4xf32>, memref<4x8xf32>) -> ()
     // expected-error@+1 {{has a non-float 'scale' attribute}}
     "tile.reduce"(%a, %b) {kind = "sum", axes = array<i64: -1>, scope = "cta", scale = 2} : (memref<4xf32>, memref<4x8xf32>) -> ()
