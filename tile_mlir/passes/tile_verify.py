@@ -458,14 +458,14 @@ def check_reduce(info: OpInfo) -> list[str]:
         pairs = "one (dst, src) pair" if arity == 1 else f"{arity} (dst, src) pairs"
         return [*errors, f"of kind '{op.kind}' takes {pairs} of operands, got "
                          f"{len(info.operands)} operands"]
-    if arity > 1:
-        return errors + _tuple_problems(info, op.kind, accum is not None or scale is not None)
     src, dst = info.sources[0], info.dst
     rank = len(src.shape)
     axes = op.axes if op.axes is not None else list(range(rank))
     normalized = [a + rank if a < 0 else a for a in axes]
     if any(not 0 <= a < rank for a in normalized) or len(set(normalized)) != len(normalized):
         return [*errors, f"has axes {axes}, not distinct axes of a rank-{rank} tile"]
+    if arity > 1:
+        return errors + _tuple_problems(info, op.kind, accum is not None or scale is not None)
     kept = tuple(d for i, d in enumerate(src.shape) if i not in normalized)
     with_ones = tuple(1 if i in normalized else d for i, d in enumerate(src.shape))
     if dst.shape not in (kept, with_ones) and not (kept == () and dst.shape == (1,)):
@@ -483,16 +483,10 @@ def _tuple_problems(info: OpInfo, kind: str, accum_or_scale: bool) -> list[str]:
     element of a dst takes the result of its position's reduced axes; the i-th elements
     of the sources make a tuple); no accum or scale (a tuple has no one old value to
     combine with, nor one to scale)."""
-    op = info.op
-    assert isinstance(op, tile.ReduceOp)
     errors = []
     if accum_or_scale:
         errors.append(f"of kind '{kind}' takes no 'accum' or 'scale'")
     first = info.operands[1]
-    rank = len(first.shape)
-    axes = op.axes if op.axes is not None else list(range(rank))
-    if any(not -rank <= a < rank for a in axes) or len({a % rank for a in axes}) != len(axes):
-        errors.append(f"has axes {axes}, not distinct axes of a rank-{rank} tile")
     for operand in info.operands:
         role = "dst" if operand.index % 2 == 0 else "src"
         if operand.space != "local":

@@ -384,12 +384,13 @@ def layer_apply(rows: Rows, raw: list[tl.Tensor], mean: tl.Tensor, var: tl.Tenso
             scope.add(out, t, bk)
 
 
-def centered_squares(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, mean: tl.Tensor
-                     ) -> tl.Tensor:
-    """The sum of (x - mean)^2 over the row's elements only: past the row, a part's
-    padding (0) would add mean^2 each. A tile of one row per CTA is zeroed there by
-    tail_fill (its positions are the row's); tiles of several rows take x - mean from
-    memory into zeros (the part's overlap, just read: the L1 cache has it)."""
+def squared_deviations(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, mean: tl.Tensor
+                       ) -> tl.Tensor:
+    """Each thread's (x - mean)^2 summed over the parts, over the row's elements only:
+    past the row, a part's padding (0) would add mean^2 each. A tile of one row per CTA
+    is zeroed there by tail_fill (its positions are the row's); tiles of several rows
+    take x - mean from memory into zeros (the part's overlap, just read: the L1 cache
+    has it)."""
     scope = rows.scope
     views = rows.views(x)
     acc = rows.tile()
@@ -409,8 +410,14 @@ def centered_squares(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, mean: tl.Te
             scope.mul(acc, d, d)
         else:
             scope.fma(acc, d, d, acc)
+    return acc
+
+
+def centered_squares(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, mean: tl.Tensor
+                     ) -> tl.Tensor:
+    """The row's sum of (x - mean)^2 (squared_deviations, across its threads)."""
     dst = rows.scalar()
-    scope.sum(dst, acc, axes=rows.axes)
+    rows.scope.sum(dst, squared_deviations(rows, raw, x, mean), axes=rows.axes)
     return dst
 
 
@@ -422,18 +429,19 @@ def layer_stats_of(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, count: Any
     return mean, centered_squares(rows, raw, x, mean)
 
 
-def welford_stats_of(rows: Rows, raw: list[tl.Tensor]) -> tuple[tl.Tensor, tl.Tensor]:
+def welford_stats_of(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor
+                     ) -> tuple[tl.Tensor, tl.Tensor]:
     """The row's mean and M2 (the sum of squared deviations from it) in one reduction,
     for a row held whole by one CTA or cluster: each thread takes the count, mean and
     M2 of the elements it holds (two passes over its registers; a part's elements past
     the row's end zeroed by tail_fill), and the threads' triples meet as Welford's
     (Chan's merge)."""
     scope, g = rows.scope, rows.g
-    full = rows.g.lanes * g.vec
+    full = g.lanes * g.vec
+    limits = [rows.valid(k) for k in range(rows.parts)]
     count = rows.own()
-    scope.fill(count, float(g.vec * sum(rows.valid(k) == full for k in range(rows.parts))))
-    for k in range(rows.parts):
-        limit = rows.valid(k)
+    scope.fill(count, float(g.vec * sum(limit == full for limit in limits)))
+    for limit in limits:
         if limit == full:
             continue
         ones = rows.tile()
@@ -444,17 +452,7 @@ def welford_stats_of(rows: Rows, raw: list[tl.Tensor]) -> tuple[tl.Tensor, tl.Te
     held = rows.own()
     scope.maximum(held, count, 1.0)  # a thread past the row's end: 0 / 1
     scope.div(mean, mean, held)
-    acc = rows.tile()
-    for k, x_k in enumerate(raw):
-        d = rows.tile()
-        scope.sub(d, x_k, mean)
-        if rows.valid(k) != full:
-            scope.tail_fill(d, d, 0.0, rows.valid(k), 0)
-        if k == 0:
-            scope.mul(acc, d, d)
-        else:
-            scope.fma(acc, d, d, acc)
-    m2 = rows.own_reduce("sum", [acc])
+    m2 = rows.own_reduce("sum", [squared_deviations(rows, raw, x, mean)])
     row_mean, row_m2 = rows.own(), rows.own()
     scope.welford((count, row_mean, row_m2), (count, mean, m2), axes=0)
     return row_mean, row_m2
@@ -584,7 +582,7 @@ def layer_norm_rows(x: Row, w: Vector, b: Vector, y: Row, eps: tl.f32, *, G: tl.
     # a cluster's row: one mailbox round (the module's docstring); else the mean, then
     # the centered squares (shorter merges: bench/fused.py's rows of 1024 under a CTA
     # ran 3.08 -> 2.95 TB/s with Welford's)
-    mean, var = welford_stats_of(rows, raw) if rows.g.ctas > 1 else \
+    mean, var = welford_stats_of(rows, raw, x) if rows.g.ctas > 1 else \
         layer_stats_of(rows, raw, x, rows.n)
     rows.scope.mul(var, var, 1.0 / rows.n)
     layer_apply(rows, raw, mean, var, eps=eps, wb=(w if HAS_W else None, b if HAS_B else None),
