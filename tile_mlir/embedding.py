@@ -121,7 +121,7 @@ def add_pipeline(pm: PassManager, pipeline_text: str = pipeline.DEFAULT_PIPELINE
 
     `pipeline_text` is a named pipeline ("tile-to-gpu", "tile-to-ptx", "gpu-to-nvvm"), a
     tile pass, or any textual pipeline mixing them with upstream passes. `chip` and the
-    other named-pipeline parameters (features="+ptx80", opt_level=3) fill `$chip`, ...
+    other named-pipeline parameters (features="+ptx81", opt_level=3) fill `$chip`, ...
     A tile pass's requirements that neither the text nor the PassManager (from an earlier
     call) already has are added in front of it. explain=True has tile-dispatch report
     each decision to `remarks`.

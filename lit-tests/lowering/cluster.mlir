@@ -3,8 +3,9 @@
 // A register layout over tid at cluster scope spreads a tile over the cluster's CTAs;
 // a reduction over it folds each CTA's warps through its shared memory (one bar.sync),
 // then the CTAs' partials: through mailboxes where every such reduction of the kernel
-// stands in its entry block (each CTA posts its partial into every CTA's shared memory,
-// st.shared::cluster, and arrives on that CTA's mbarrier; each waits for its own), else
+// stands in its entry block (each CTA posts its partial into every CTA's shared memory
+// with st.async, which completes its bytes on that CTA's mbarrier; each waits for its
+// own), else
 // through distributed shared memory between two cluster barriers (mapa.shared::cluster,
 // ld.shared::cluster; the second stands for the first of a later reduction where there
 // is one); the result is replicated in every thread of the cluster.
@@ -13,17 +14,19 @@
 
 // A row of 512 floats over a cluster of 2 CTAs of 64 threads: 4 registers a thread.
 // At the entry, after the register tiles' allocas: thread 0 initializes the mailbox's
-// mbarrier for 2 arrivals, then the fence and the relaxed cluster arrive. The CTA's
-// part: 5 shuffles, its two warps' partials through a shared scratch after one barrier;
-// the cluster wait (every CTA's mbarrier is initialized past it); threads 0 and 1 post
-// the CTA's partial to CTAs 0 and 1 (slot [rank]) and arrive on their mbarriers; every
+// mbarrier for one arrival, its own, which expects the 8 bytes of the two posts; then
+// the fence and the relaxed cluster arrive. The CTA's part: 5 shuffles, its two warps'
+// partials through a shared scratch after one barrier; the cluster wait (every CTA's
+// mbarrier is initialized past it); threads 0 and 1 post the CTA's partial to CTAs 0
+// and 1 (slot [rank]: st.async, completing its 4 bytes on that CTA's mbarrier); every
 // thread waits for its own mbarrier's first phase and folds slots 0 and 1 in that order
 // (the same bits everywhere). No second cluster barrier: no CTA reads another's memory.
 // CHECK-LABEL: gpu.func @row_sum
 // CHECK: memref.alloca
 // CHECK: %[[BAR:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<3>
 // CHECK: scf.if
-// CHECK-NEXT: nvvm.mbarrier.init %[[BAR]], %c2_i32 : !llvm.ptr<3>, i32
+// CHECK-NEXT: nvvm.mbarrier.init %[[BAR]], %c1_i32 : !llvm.ptr<3>, i32
+// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %[[BAR]], %c8_i32 : !llvm.ptr<3>, i32
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK-NEXT: nvvm.cluster.arrive.relaxed
 // CHECK: %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank : i32
@@ -37,9 +40,9 @@
 // CHECK: scf.if %[[POSTS]] {
 // CHECK: %[[PEER:.*]] = arith.index_cast %thread_id_x : index to i32
 // CHECK: %[[SLOT:.*]] = nvvm.mapa %{{.*}}, %[[PEER]] : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK-NEXT: llvm.store %{{.*}}, %[[SLOT]] : f32, !llvm.ptr<7>
 // CHECK-NEXT: %[[THEIRS:.*]] = nvvm.mapa %[[BAR]], %[[PEER]] : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK-NEXT: nvvm.mbarrier.arrive %[[THEIRS]] {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
+// CHECK-NEXT: llvm.inline_asm has_side_effects "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [$0], $1, [$2];", "l,r,l" %[[SLOT]], %{{.*}}, %[[THEIRS]]
+// CHECK-NOT: nvvm.mbarrier.arrive
 // CHECK: nvvm.cluster.arrive {tile.mailbox}
 // CHECK-NEXT: scf.while
 // CHECK-NEXT: nvvm.mbarrier.test.wait %[[BAR]], %c0_i32 {scope = #nvvm.mem_scope<cluster>}
@@ -62,8 +65,8 @@
 // PTX-COUNT-5: shfl.sync.bfly.b32
 // PTX: bar.sync 0;
 // PTX: barrier.cluster.wait;
-// PTX: st.shared::cluster.b32
-// PTX: mbarrier.arrive.release.cluster.shared::cluster.b64
+// PTX: st.async.shared::cluster.mbarrier::complete_tx::bytes.b32
+// PTX-NOT: mbarrier.arrive
 // PTX: barrier.cluster.arrive;
 // PTX: mbarrier.test_wait.parity.acquire.cluster.shared.b64
 // PTX-NOT: ld.shared::cluster
@@ -96,12 +99,12 @@ gpu.module @m {
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK-NEXT: nvvm.cluster.arrive.relaxed
 // CHECK: nvvm.cluster.wait
-// CHECK: nvvm.mbarrier.arrive
+// CHECK: llvm.inline_asm has_side_effects "st.async
 // CHECK-NOT: nvvm.cluster
 // CHECK: nvvm.mbarrier.test.wait
 // CHECK-NOT: nvvm.cluster
 // CHECK: math.exp
-// CHECK: nvvm.mbarrier.arrive
+// CHECK: llvm.inline_asm has_side_effects "st.async
 // CHECK: nvvm.cluster.arrive {tile.mailbox}
 // CHECK: nvvm.mbarrier.test.wait
 // CHECK-NOT: nvvm.cluster.arrive
@@ -143,7 +146,7 @@ gpu.module @m {
 // CHECK-LABEL: gpu.func @warp_per_cta
 // CHECK-NOT: gpu.barrier
 // CHECK: nvvm.cluster.wait
-// CHECK: nvvm.mbarrier.arrive
+// CHECK: llvm.inline_asm has_side_effects "st.async
 // CHECK: nvvm.mbarrier.test.wait
 // CHECK: memref.load %{{.*}}[%c0] : memref<4xf32, #gpu.address_space<workgroup>>
 // CHECK: memref.load %{{.*}}[%c1] : memref<4xf32, #gpu.address_space<workgroup>>
@@ -155,7 +158,7 @@ gpu.module @m {
 // PTX-LABEL: .entry warp_per_cta(
 // PTX: .reqnctapercluster 4, 1, 1
 // PTX-NOT: bar.sync
-// PTX: st.shared::cluster.b32
+// PTX: st.async.shared::cluster.mbarrier::complete_tx::bytes.b32
 // PTX-NOT: ld.shared::cluster
 // PTX: ret;
 gpu.module @m {

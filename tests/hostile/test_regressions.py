@@ -262,7 +262,7 @@ FP8_EXP = KERNEL.format(
          "array<i32: 1, 1, 0, 0>} : (memref<64xf8E4M3FN>, memref<64xf8E4M3FN>) -> ()")
 
 
-@pytest.mark.parametrize("target", ["--chip=sm_80", "--chip=sm_89", "--chip=sm_70"])
+@pytest.mark.parametrize("target", ["--chip=sm_80", "--chip=sm_70"])
 def test_fp8_on_a_chip_without_it_is_located_not_an_llvm_abort(tmp_path: Path,
                                                                target: str) -> None:
     path = tmp_path / "in.mlir"
@@ -273,18 +273,53 @@ def test_fp8_on_a_chip_without_it_is_located_not_an_llvm_abort(tmp_path: Path,
         tile_mlir.compile(FP8_EXP, chip=target.split("=")[1], cubin=False, cache=False)
 
 
+def test_fp8_on_sm_89_below_ptx_8_1_is_located(tmp_path: Path) -> None:
+    path = tmp_path / "in.mlir"
+    path.write_text(FP8_EXP)
+    assert_located(tile_opt(path, "-p", "tile-to-ptx{chip=sm_89 features=+ptx80}",
+                            "--emit=ptx"), f"{path}:3:5",
+                   "fp8 conversions need sm_90, or sm_89 with features=+ptx81; the target is "
+                   "sm_89 (+ptx80)")
+
+
 def test_fp8_where_the_chip_has_it(tmp_path: Path) -> None:
     path = tmp_path / "in.mlir"
     path.write_text(FP8_EXP)
-    for pipeline in ("tile-to-ptx{chip=sm_89 features=+ptx81}", "tile-to-ptx{chip=sm_90}"):
+    for pipeline in ("tile-to-ptx{chip=sm_89 features=+ptx81}", "tile-to-ptx{chip=sm_89}",
+                     "tile-to-ptx{chip=sm_90}"):
         result = tile_opt(path, "-p", pipeline, "--emit=ptx")
         assert result.returncode == 0 and "cvt.rn.satfinite.e4m3x2.f32" in result.stdout
+
+
+CLUSTER_SUM = """gpu.module @m {
+  gpu.func @k(%x: memref<128x4xf32>, %y: memref<1xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.cluster_dim = array<i32: 2, 1, 1>} {
+    %t = "tile.alloc"() {layout = #tile.layout<"S[(128, 4):(1@tid, 1)]">} : () -> memref<128x4xf32, #gpu.address_space<private>>
+    "tile.copy"(%t, %x) {scope = "cluster"} : (memref<128x4xf32, #gpu.address_space<private>>, memref<128x4xf32>) -> ()
+    "tile.reduce"(%y, %t) {kind = "sum", scope = "cluster"} : (memref<1xf32>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
+    gpu.return
+  }
+}
+"""
+
+
+def test_cluster_posts_below_ptx_8_1_are_located(tmp_path: Path) -> None:
+    """A reduction across a cluster's CTAs posts with st.async (PTX 8.1): an older PTX
+    target is an error at the tile.reduce, not ptxas's rejection of the PTX."""
+    path = tmp_path / "in.mlir"
+    path.write_text(CLUSTER_SUM)
+    assert_located(tile_opt(path, "-p", "tile-to-ptx{chip=sm_90 features=+ptx80}",
+                            "--emit=ptx"), f"{path}:5:5",
+                   "a reduction across a cluster's CTAs posts its partials with st.async, "
+                   "which needs PTX 8.1 (features=+ptx81 or newer); the target is sm_90 (+ptx80)")
+    result = tile_opt(path, "-p", "tile-to-ptx", "--emit=ptx")  # the default: PTX 8.1
+    assert result.returncode == 0 and "st.async.shared::cluster" in result.stdout, \
+        result.stderr
 
 
 @pytest.mark.parametrize(("chip", "message"), [
     ("foo", "unknown chip 'foo'"),
     ("sm_91", "unknown chip 'sm_91'"),
-    ("sm_100", "chip sm_100 needs PTX 8.6 or newer (features=+ptx86), but features=+ptx80"),
+    ("sm_100", "chip sm_100 needs PTX 8.6 or newer (features=+ptx86), but features=+ptx81"),
 ])
 def test_a_chip_llvm_would_abort_or_exit_on_is_refused(tmp_path: Path, chip: str,
                                                        message: str) -> None:

@@ -132,9 +132,9 @@ def test_mistakes_raise_before_anything_runs(call: Callable[[PassManager], None]
 def test_options_fill_the_named_pipelines_parameters() -> None:
     with ir.Context():
         pm = PassManager("builtin.module")
-        tile_mlir.add_pipeline(pm, "tile-to-ptx", chip="sm_80", features="+ptx81", opt_level=2)
+        tile_mlir.add_pipeline(pm, "tile-to-ptx", chip="sm_80", features="+ptx83", opt_level=2)
     text = str(pm)
-    assert "chip=sm_80" in text and "features=+ptx81" in text and "O=2" in text
+    assert "chip=sm_80" in text and "features=+ptx83" in text and "O=2" in text
 
 
 # ----------------------------------------------------------------- pass managers

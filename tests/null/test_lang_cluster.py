@@ -56,7 +56,7 @@ def test_a_cluster_kernel_compiles_to_cluster_ptx() -> None:
     assert "%cluster_ctarank" in ptx
     # the CTAs' sums through mailboxes: a post to each CTA, an mbarrier wait, no remote read
     assert ptx.count("barrier.cluster.arrive.relaxed;") == 1
-    assert ptx.count("st.shared::cluster") == 1 and "ld.shared::cluster" not in ptx
+    assert ptx.count("st.async.shared::cluster") == 1 and "ld.shared::cluster" not in ptx
     assert ptx.count("mbarrier.test_wait.parity.acquire.cluster") == 1
 
 

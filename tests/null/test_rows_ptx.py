@@ -111,17 +111,20 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     assert ptx.count("bar.sync") == (reductions if cta_wide else 0)
     clustered = g.strategy == "cluster"
     # mailboxes: a relaxed cluster arrive at the entry, its wait before the first post; per
-    # reduction a post and an arrive on the peer's mbarrier, a wait on the CTA's own; a
+    # reduction one post to the peer (st.async, completing its bytes on the peer's
+    # mbarrier: a tuple of three values padded to four words), a wait on the CTA's own; a
     # cluster arrive after the last posts, its wait before the kernel returns
     assert ptx.count("barrier.cluster.arrive.relaxed;") == (1 if clustered else 0)
     assert ptx.count("barrier.cluster.arrive;") == (1 if clustered else 0)
     assert ptx.count("barrier.cluster.wait;") == (2 if clustered else 0)
     assert ("barrier.cluster.wait;\n\tret;" in ptx) == clustered
-    posted = sum(int(v or 1) * int(bits) // 8 for v, bits in
-                 re.findall(r"st\.shared::cluster(?:\.v(\d))?\.[bf](\d+)", ptx))
-    assert posted == (4 * reductions * values if clustered else 0)  # bytes of f32 values
-    assert ptx.count("mbarrier.arrive.release.cluster.shared::cluster") == \
-        (reductions if clustered else 0)
+    posts = re.findall(r"st\.async\.shared::cluster\.mbarrier::complete_tx::bytes"
+                       r"(?:\.v(\d))?\.b32", ptx)
+    assert len(posts) == (reductions if clustered else 0)
+    sent = 4 if values == 3 else values
+    assert sum(int(v or 1) for v in posts) == reductions * sent * clustered  # 32-bit words
+    assert ptx.count("mbarrier.arrive.expect_tx") == (reductions if clustered else 0)
+    assert "st.shared::cluster" not in ptx and "mbarrier.arrive.release" not in ptx
     assert ptx.count("mbarrier.test_wait.parity.acquire.cluster") == \
         (reductions if clustered else 0)
     assert "ld.shared::cluster" not in ptx

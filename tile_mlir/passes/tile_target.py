@@ -2,10 +2,11 @@
 
 Runs after nvvm-attach-target (in pipelines/gpu-to-nvvm.pipeline). A gpu.module
 whose target lacks an instruction the lowering emitted would make LLVM abort the
-process ("Cannot select: intrinsic ..."); this pass reports it at the tile op the
-instruction came from instead. Checked: the fp8 conversions (cvt ... e4m3x2 /
-e5m2x2), which need sm_90, or sm_89 with PTX 8.1 (features=+ptx81), as LLVM's
-NVPTX backend decides.
+process ("Cannot select: intrinsic ...") or ptxas reject the PTX; this pass reports
+it at the tile op the instruction came from instead. Checked: the fp8 conversions
+(cvt ... e4m3x2 / e5m2x2), which need sm_90, or sm_89 with PTX 8.1 (features=+ptx81),
+as LLVM's NVPTX backend decides; and the posts of a reduction across a cluster's CTAs
+(support/mailbox.py's st.async, inline PTX), which need PTX 8.1.
 """
 
 from __future__ import annotations
@@ -18,34 +19,56 @@ from mlir import ir
 from tile_mlir.passes import TilePass, tile_ops
 
 FP8_CONVERSIONS = ("nvvm.convert.f32x2.to.f8x2", "nvvm.convert.f8x2.to.f16x2")
+POSTS_PTX = 81
+"""The PTX version (x10) of st.async, the posts of a cluster's mailboxes."""
 _NVVM_TARGET = re.compile(
     r'#nvvm\.target<.*?chip = "(?P<chip>[^"]*)"(?:.*?features = "(?P<f>[^"]*)")?')
+
+
+def ptx_version(features: str) -> int:
+    """The PTX version (x10) a target's features ask for (0: none, LLVM's least)."""
+    return max((int(v) for v in re.findall(r"\+ptx(\d+)", features)), default=0)
 
 
 def converts_fp8(chip: str, features: str) -> bool:
     """Whether a target has the fp8 conversions: sm_90 and newer, or sm_89 with PTX 8.1."""
     m = re.fullmatch(r"sm_(\d+)[af]?", chip)
     sm = int(m.group(1)) if m else 0
-    ptx = max((int(v) for v in re.findall(r"\+ptx(\d+)", features)), default=0)
-    return sm >= 90 or (sm == 89 and ptx >= 81)
+    return sm >= 90 or (sm == 89 and ptx_version(features) >= 81)
+
+
+def _posts(gmod: ir.OpView) -> list[ir.OpView]:
+    return [op for op in tile_ops(gmod.operation, ("llvm.inline_asm",))
+            if ir.StringAttr(op.operation.attributes["asm_string"]).value.startswith("st.async")]
 
 
 @dataclass(frozen=True)
 class Pass(TilePass):
     NAME = "tile-target"
-    SUMMARY = "check the lowered IR against each gpu.module's target (fp8 needs sm_89+)"
+    SUMMARY = ("check the lowered IR against each gpu.module's target (fp8 needs sm_89+, "
+               "cluster posts PTX 8.1)")
 
     def run(self, root: ir.Operation) -> bool:
         ok = True
         for gmod in tile_ops(root, ("gpu.module",)):
             targets = gmod.operation.attributes.get("targets")
             m = _NVVM_TARGET.search(str(targets)) if targets is not None else None
-            if m is None or converts_fp8(m["chip"], m["f"] or ""):
+            if m is None:
                 continue
-            found = tile_ops(gmod.operation, FP8_CONVERSIONS)
-            if found:  # one error per module, at the tile op the first conversion lowers
+            chip, features = m["chip"], m["f"] or ""
+            target = f"{chip} ({features or 'default features'})"
+            # one error per module and check, at the tile op the first instruction lowers
+            found = [] if converts_fp8(chip, features) else tile_ops(gmod.operation,
+                                                                      FP8_CONVERSIONS)
+            if found:
                 found[0].operation.location.emit_error(
                     f"fp8 conversions need sm_90, or sm_89 with features=+ptx81; the target "
-                    f"is {m['chip']} ({m['f'] or 'default features'})")
+                    f"is {target}")
+                ok = False
+            posts = _posts(gmod) if ptx_version(features) < POSTS_PTX else []
+            if posts:
+                posts[0].operation.location.emit_error(
+                    f"a reduction across a cluster's CTAs posts its partials with st.async, "
+                    f"which needs PTX 8.1 (features=+ptx81 or newer); the target is {target}")
                 ok = False
         return ok

@@ -20,7 +20,8 @@ one more step, after each CTA's partial is made (its lanes and warps folded as a
 Where every such reduction of the kernel runs once (it stands in the kernel's entry
 block) and folds the whole cluster with one partial per CTA, the partials go through
 mailboxes (support/mailbox.py): thread r of each CTA posts the CTA's partial into CTA
-r's shared memory and arrives on CTA r's mbarrier; each CTA waits for its own and folds
+r's shared memory (st.async, completing its bytes on CTA r's mbarrier); each CTA waits
+for its own and folds
 the C posts in rank order, so every thread of the cluster holds the same bits. No
 cluster barrier per reduction (one at the entry, one after the last posts whose wait
 stands at the kernel's end), no read across the cluster. Otherwise (a reduction in a loop, kept
@@ -294,9 +295,9 @@ def _across_ctas(op: _Local) -> None:
 
 def _through_mailboxes(op: _Local) -> None:
     """The cluster's CTA partials posted into every CTA's mailbox (support/mailbox.py):
-    thread r of each CTA posts the CTA's partial of each kept coordinate to CTA r and
-    arrives on its mbarrier; every CTA waits for its own and folds the posts in rank
-    order, so every thread of the cluster holds the same bits."""
+    thread r of each CTA posts the CTA's partial of each kept coordinate to CTA r (each
+    post completing its bytes on CTA r's mbarrier); every CTA waits for its own and
+    folds the posts in rank order, so every thread of the cluster holds the same bits."""
     info = op.info
     block, ctas = info.block, info.cluster_ctas
     assert block is not None and ctas is not None
@@ -314,7 +315,6 @@ def _through_mailboxes(op: _Local) -> None:
         tails.when(posts, lambda: box.post(value, index, peer))
 
     _kept_loops(op, post)
-    tails.when(posts, lambda: box.arrive(peer))
     if not _cluster_reduction_follows(info.op.operation):
         mailbox.close_mailboxes(info.op.operation)
     box.wait()
