@@ -165,8 +165,8 @@ class Mailbox:
                         ",".join(["l", *"r" * len(words), "l"]), has_side_effects=True)
 
     def wait(self) -> None:
-        """Until every CTA has arrived on this CTA's mbarrier (its first phase), acquiring
-        their posts."""
+        """Until every post into this CTA's mailbox has arrived (its mbarrier's first
+        phase: the posts' bytes all complete), acquiring them."""
         loop = scf.WhileOp([], [])
         before = loop.before.blocks.append()
         with ir.InsertionPoint(before):
