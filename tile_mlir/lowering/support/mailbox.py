@@ -113,7 +113,7 @@ class Mailbox:
 
     def __init__(self, op: ir.Operation, element: ir.Type, slots: int, ctas: int,
                  block: tuple[int, int, int]):
-        self.element, self.ctas = element, ctas
+        self.element = element
         self.words = _words(element)
         self.buffer = shared_scratch(op, "__tile_mailbox", element, slots * ctas)
         self.slots = shared_pointer(self.buffer)
