@@ -273,15 +273,6 @@ def test_fp8_on_a_chip_without_it_is_located_not_an_llvm_abort(tmp_path: Path,
         tile_mlir.compile(FP8_EXP, chip=target.split("=")[1], cubin=False, cache=False)
 
 
-def test_fp8_on_sm_89_below_ptx_8_1_is_located(tmp_path: Path) -> None:
-    path = tmp_path / "in.mlir"
-    path.write_text(FP8_EXP)
-    assert_located(tile_opt(path, "-p", "tile-to-ptx{chip=sm_89 features=+ptx80}",
-                            "--emit=ptx"), f"{path}:3:5",
-                   "fp8 conversions need sm_90, or sm_89 with features=+ptx81; the target is "
-                   "sm_89 (+ptx80)")
-
-
 def test_fp8_where_the_chip_has_it(tmp_path: Path) -> None:
     path = tmp_path / "in.mlir"
     path.write_text(FP8_EXP)
@@ -302,15 +293,26 @@ CLUSTER_SUM = """gpu.module @m {
 """
 
 
-def test_cluster_posts_below_ptx_8_1_are_located(tmp_path: Path) -> None:
-    """A reduction across a cluster's CTAs posts with st.async (PTX 8.1): an older PTX
-    target is an error at the tile.reduce, not ptxas's rejection of the PTX."""
+@pytest.mark.parametrize(("source", "chip", "where", "message"), [
+    (FP8_EXP, "sm_89", "3:5", "fp8 conversions need sm_90, or sm_89 with features=+ptx81; the "
+     "target is sm_89 (+ptx80)"),
+    # a reduction across a cluster's CTAs posts with st.async: an error at the tile.reduce,
+    # not ptxas's rejection of the PTX
+    (CLUSTER_SUM, "sm_90", "5:5", "a reduction across a cluster's CTAs posts its partials "
+     "with st.async, which needs PTX 8.1 (features=+ptx81 or newer); the target is sm_90 "
+     "(+ptx80)"),
+])
+def test_below_ptx_8_1_is_located(tmp_path: Path, source: str, chip: str, where: str,
+                                  message: str) -> None:
+    path = tmp_path / "in.mlir"
+    path.write_text(source)
+    assert_located(tile_opt(path, "-p", f"tile-to-ptx{{chip={chip} features=+ptx80}}",
+                            "--emit=ptx"), f"{path}:{where}", message)
+
+
+def test_cluster_posts_with_the_default_target(tmp_path: Path) -> None:
     path = tmp_path / "in.mlir"
     path.write_text(CLUSTER_SUM)
-    assert_located(tile_opt(path, "-p", "tile-to-ptx{chip=sm_90 features=+ptx80}",
-                            "--emit=ptx"), f"{path}:5:5",
-                   "a reduction across a cluster's CTAs posts its partials with st.async, "
-                   "which needs PTX 8.1 (features=+ptx81 or newer); the target is sm_90 (+ptx80)")
     result = tile_opt(path, "-p", "tile-to-ptx", "--emit=ptx")  # the default: PTX 8.1
     assert result.returncode == 0 and "st.async.shared::cluster" in result.stdout, \
         result.stderr
