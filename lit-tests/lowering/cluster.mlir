@@ -43,7 +43,7 @@
 // CHECK-NEXT: %[[THEIRS:.*]] = nvvm.mapa %[[BAR]], %[[PEER]] : !llvm.ptr<3> -> !llvm.ptr<7>
 // CHECK-NEXT: llvm.inline_asm has_side_effects "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [$0], $1, [$2];", "l,r,l" %[[SLOT]], %{{.*}}, %[[THEIRS]]
 // CHECK-NOT: nvvm.mbarrier.arrive
-// CHECK: nvvm.cluster.arrive {tile.mailbox}
+// CHECK: nvvm.cluster.arrive.relaxed {tile.mailbox}
 // CHECK-NEXT: scf.while
 // CHECK-NEXT: nvvm.mbarrier.test.wait %[[BAR]], %c0_i32 {scope = #nvvm.mem_scope<cluster>}
 // CHECK: %[[A:.*]] = memref.load %[[BOX]][%c0]
@@ -67,7 +67,7 @@
 // PTX: barrier.cluster.wait;
 // PTX: st.async.shared::cluster.mbarrier::complete_tx::bytes.b32
 // PTX-NOT: mbarrier.arrive
-// PTX: barrier.cluster.arrive;
+// PTX: barrier.cluster.arrive.relaxed;
 // PTX: mbarrier.test_wait.parity.acquire.cluster.shared.b64
 // PTX-NOT: ld.shared::cluster
 // PTX-NOT: barrier.cluster
@@ -105,7 +105,7 @@ gpu.module @m {
 // CHECK-NOT: nvvm.cluster
 // CHECK: math.exp
 // CHECK: llvm.inline_asm has_side_effects "st.async
-// CHECK: nvvm.cluster.arrive {tile.mailbox}
+// CHECK: nvvm.cluster.arrive.relaxed {tile.mailbox}
 // CHECK: nvvm.mbarrier.test.wait
 // CHECK-NOT: nvvm.cluster.arrive
 // CHECK: nvvm.cluster.wait
@@ -117,7 +117,7 @@ gpu.module @m {
 // PTX-NOT: barrier.cluster
 // PTX: mbarrier.test_wait.parity
 // PTX-NOT: barrier.cluster
-// PTX: barrier.cluster.arrive;
+// PTX: barrier.cluster.arrive.relaxed;
 // PTX-NOT: barrier.cluster
 // PTX: barrier.cluster.wait;
 // PTX-NEXT: ret;

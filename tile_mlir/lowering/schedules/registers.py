@@ -22,22 +22,22 @@ folds the whole cluster with one partial per CTA, the partials go through mailbo
 (support/mailbox.py): thread r of each CTA posts the CTA's partial into CTA r's shared
 memory (st.async, completing its bytes on CTA r's mbarrier); each CTA waits for its own
 and folds the C posts in rank order, so every thread of the cluster holds the same bits.
-No cluster barrier per reduction (one at the entry, one after the last posts whose wait
-stands at the kernel's end), no read across the cluster. Otherwise (a reduction in a
-loop, kept axes over a CTA's threads, a kernel with a cluster barrier of its own) they
-go through barriers: each CTA's partial goes into a shared scratch of its own, written
-by one thread per kept coordinate; after a cluster barrier (barrier.cluster.arrive/wait:
-release and acquire across the cluster) every thread reads the partial of every CTA it
-folds with from that CTA's shared memory (mapa.shared::cluster, ld.shared::cluster) and
-folds them in rank order. A second cluster barrier follows the reads: a CTA's shared
-memory must outlive its readers (no CTA may exit, or reuse the scratch, before the
-others have read it), unless a later op of the block has a cluster barrier of its own
-(another such reduction: softmax's sum after its max), which does the same. The CTA
-step's scratch needs no second barrier: the first cluster barrier already stands between
-its reads and any later write. On an H100 the mailboxes made rows of 2^16-2^18 elements
-from 3% slower (softmax f32 2^18, whose kernel takes more registers) to 21% faster than
-the barriers (bench/fused.py's long rows): the barriers' cost was most of what a cluster
-costs there.
+No cluster barrier per reduction (a relaxed one at the entry, another after the last
+posts whose wait stands at the kernel's end), no read across the cluster. Otherwise (a
+reduction in a loop, kept axes over a CTA's threads, a kernel with a cluster barrier of
+its own) they go through barriers: each CTA's partial goes into a shared scratch of its
+own, written by one thread per kept coordinate; after a cluster barrier
+(barrier.cluster.arrive/wait: release and acquire across the cluster) every thread reads
+the partial of every CTA it folds with from that CTA's shared memory
+(mapa.shared::cluster, ld.shared::cluster) and folds them in rank order. A second
+cluster barrier follows the reads: a CTA's shared memory must outlive its readers (no
+CTA may exit, or reuse the scratch, before the others have read it), unless a later op
+of the block has a cluster barrier of its own (another such reduction: softmax's sum
+after its max), which does the same. The CTA step's scratch needs no second barrier: the
+first cluster barrier already stands between its reads and any later write. On an H100
+the mailboxes made rows of 2^16-2^18 elements from 3% slower (softmax f32 2^18, whose
+kernel takes more registers) to 21% faster than the barriers (bench/fused.py's long
+rows): the barriers' cost was most of what a cluster costs there.
 """
 
 from __future__ import annotations
@@ -343,7 +343,7 @@ def _mailboxes(op: ir.Operation) -> bool:
 
     def visit(other: ir.Operation) -> ir.WalkResult:
         nonlocal usable
-        if other.name == "nvvm.cluster.arrive" and mailbox.MARK not in other.attributes:
+        if other.name == "nvvm.cluster.arrive":  # the mailboxes' own arrives are relaxed
             usable = False
         elif other.name == "tile.reduce":
             found = _plan_of(other)
