@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from tile_mlir.lowering.support.mailbox import POST
 from tile_mlir.passes import TilePass, tile_ops
 
 FP8_CONVERSIONS = ("nvvm.convert.f32x2.to.f8x2", "nvvm.convert.f8x2.to.f16x2")
@@ -39,7 +40,7 @@ def converts_fp8(chip: str, features: str) -> bool:
 
 def _posts(gmod: ir.OpView) -> list[ir.OpView]:
     return [op for op in tile_ops(gmod.operation, ("llvm.inline_asm",))
-            if ir.StringAttr(op.operation.attributes["asm_string"]).value.startswith("st.async")]
+            if ir.StringAttr(op.operation.attributes["asm_string"]).value.startswith(POST)]
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,8 @@ FLOOR = -3.4028234663852886e38
 of exp is 0, not exp(-inf + inf) = NaN, and the row's combined sum stays right)."""
 
 STRATEGIES = ("warp", "cta", "cluster", "split")
+COMBINE = {"max": "maximum", "sum": "add"}
+"""The elementwise op that folds two parts of a row for each reduction kind used."""
 
 
 @dataclass(frozen=True)
@@ -288,17 +290,17 @@ class Rows:
 
     def reduce(self, kind: str, tiles: Sequence[tl.Tensor]) -> tl.Tensor:
         """A row's max or sum over its parts: held by every thread of the row."""
-        dst = self.scalar()
-        combine = {"max": "maximum", "sum": "add"}[kind]
-        self.scope.reduce(kind, dst, self.fold(combine, tiles), axes=self.axes)
-        return dst
+        return self._reduce(kind, tiles, self.scalar(), self.axes)
 
     def own_reduce(self, kind: str, tiles: Sequence[tl.Tensor]) -> tl.Tensor:
         """Each thread's max or sum over the elements it holds (registers only: no
         thread meets another)."""
-        dst = self.own()
-        combine = {"max": "maximum", "sum": "add"}[kind]
-        self.scope.reduce(kind, dst, self.fold(combine, tiles), axes=-1)
+        return self._reduce(kind, tiles, self.own(), -1)
+
+    def _reduce(self, kind: str, tiles: Sequence[tl.Tensor], dst: tl.Tensor,
+                axes: tuple[int, ...] | int | None) -> tl.Tensor:
+        """The parts folded elementwise, then reduced into dst over `axes`."""
+        self.scope.reduce(kind, dst, self.fold(COMBINE[kind], tiles), axes=axes)
         return dst
 
     def sum_of_squares(self, tiles: Sequence[tl.Tensor]) -> tl.Tensor:
@@ -498,13 +500,12 @@ class Partials:
 
     def total(self, kind: str, tiles: Sequence[tl.Tensor]) -> tl.Tensor:
         dst = self.rows.scalar()
-        combine = {"max": "maximum", "sum": "add"}[kind]
         acc = tiles[0]
         if len(tiles) > 1:
             acc = self.tile()
-            self.rows.scope.elementwise(combine, acc, tiles[0], tiles[1])
+            self.rows.scope.elementwise(COMBINE[kind], acc, tiles[0], tiles[1])
             for t in tiles[2:]:
-                self.rows.scope.elementwise(combine, acc, acc, t)
+                self.rows.scope.elementwise(COMBINE[kind], acc, acc, t)
         self.rows.scope.reduce(kind, dst, acc)
         return dst
 
