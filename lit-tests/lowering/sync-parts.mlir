@@ -59,3 +59,108 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// Two rows of a tensor at offsets known at run time, 2b and 2b + 1 (b the block's
+// id, each offset built on its own): apart, so the second row's read by other threads
+// than the first row's write needs no barrier.
+// CHECK-LABEL: gpu.func @rows_apart
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+gpu.module @m {
+  gpu.func @rows_apart(%x: memref<8x32x32xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %c2 = arith.constant 2 : index
+    %bid = gpu.block_id x
+    %r0 = arith.muli %bid, %c2 : index
+    %two = arith.constant 2 : index
+    %one = arith.constant 1 : index
+    %again = gpu.block_id x
+    %twice = arith.muli %again, %two : index
+    %r1 = arith.addi %twice, %one : index
+    %v0 = memref.subview %x[%r0, 0, 0] [1, 32, 32] [1, 1, 1] : memref<8x32x32xf32> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+    %v1 = memref.subview %x[%r1, 0, 0] [1, 32, 32] [1, 1, 1] : memref<8x32x32xf32> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+    %a = "tile.alloc"() {layout = #tile.layout<"S[(32, 32):(1@tid, 1)]">} : () -> memref<32x32xf32, #gpu.address_space<private>>
+    %b = "tile.alloc"() {layout = #tile.layout<"S[(32, 32):(1, 1@tid)]">} : () -> memref<32x32xf32, #gpu.address_space<private>>
+    "tile.copy"(%v0, %a) {scope = "cta"} : (memref<32x32xf32, strided<[32, 1], offset: ?>>, memref<32x32xf32, #gpu.address_space<private>>) -> ()
+    "tile.copy"(%b, %v1) {scope = "cta"} : (memref<32x32xf32, #gpu.address_space<private>>, memref<32x32xf32, strided<[32, 1], offset: ?>>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// The same row (2b and 2b + 0, built apart): a barrier.
+// CHECK-LABEL: gpu.func @rows_same
+// CHECK: "tile.copy"
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: "tile.copy"
+gpu.module @m {
+  gpu.func @rows_same(%x: memref<8x32x32xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %c2 = arith.constant 2 : index
+    %c0 = arith.constant 0 : index
+    %bid = gpu.block_id x
+    %r0 = arith.muli %bid, %c2 : index
+    %again = gpu.block_id x
+    %twice = arith.muli %again, %c2 : index
+    %r1 = arith.addi %twice, %c0 : index
+    %v0 = memref.subview %x[%r0, 0, 0] [1, 32, 32] [1, 1, 1] : memref<8x32x32xf32> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+    %v1 = memref.subview %x[%r1, 0, 0] [1, 32, 32] [1, 1, 1] : memref<8x32x32xf32> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+    %a = "tile.alloc"() {layout = #tile.layout<"S[(32, 32):(1@tid, 1)]">} : () -> memref<32x32xf32, #gpu.address_space<private>>
+    %b = "tile.alloc"() {layout = #tile.layout<"S[(32, 32):(1, 1@tid)]">} : () -> memref<32x32xf32, #gpu.address_space<private>>
+    "tile.copy"(%v0, %a) {scope = "cta"} : (memref<32x32xf32, strided<[32, 1], offset: ?>>, memref<32x32xf32, #gpu.address_space<private>>) -> ()
+    "tile.copy"(%b, %v1) {scope = "cta"} : (memref<32x32xf32, #gpu.address_space<private>>, memref<32x32xf32, strided<[32, 1], offset: ?>>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// Rows at a thread's id t and t + 1: each thread's own number, so nothing is claimed
+// (a barrier).
+// CHECK-LABEL: gpu.func @rows_by_thread
+// CHECK: "tile.copy"
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: "tile.copy"
+gpu.module @m {
+  gpu.func @rows_by_thread(%x: memref<64x32x32xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %c1 = arith.constant 1 : index
+    %tid = gpu.thread_id x
+    %next = arith.addi %tid, %c1 : index
+    %v0 = memref.subview %x[%tid, 0, 0] [1, 32, 32] [1, 1, 1] : memref<64x32x32xf32> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+    %v1 = memref.subview %x[%next, 0, 0] [1, 32, 32] [1, 1, 1] : memref<64x32x32xf32> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+    %a = "tile.alloc"() {layout = #tile.layout<"S[(32, 32):(1@tid, 1)]">} : () -> memref<32x32xf32, #gpu.address_space<private>>
+    %b = "tile.alloc"() {layout = #tile.layout<"S[(32, 32):(1, 1@tid)]">} : () -> memref<32x32xf32, #gpu.address_space<private>>
+    "tile.copy"(%v0, %a) {scope = "cta"} : (memref<32x32xf32, strided<[32, 1], offset: ?>>, memref<32x32xf32, #gpu.address_space<private>>) -> ()
+    "tile.copy"(%b, %v1) {scope = "cta"} : (memref<32x32xf32, #gpu.address_space<private>>, memref<32x32xf32, strided<[32, 1], offset: ?>>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// Parts of two rows (2b, 2b + 1), each row reshaped and cut in two: the parts are
+// subviews of different views, but their rows are apart: no barrier.
+// CHECK-LABEL: gpu.func @parts_of_rows
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+gpu.module @m {
+  gpu.func @parts_of_rows(%x: memref<8x2048xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %bid = gpu.block_id x
+    %r0 = arith.muli %bid, %c2 : index
+    %r1 = arith.addi %r0, %c1 : index
+    %row0 = memref.subview %x[%r0, 0] [1, 2048] [1, 1] : memref<8x2048xf32> to memref<2048xf32, strided<[1], offset: ?>>
+    %row1 = memref.subview %x[%r1, 0] [1, 2048] [1, 1] : memref<8x2048xf32> to memref<2048xf32, strided<[1], offset: ?>>
+    %w0 = memref.expand_shape %row0 [[0, 1]] output_shape [64, 32] : memref<2048xf32, strided<[1], offset: ?>> into memref<64x32xf32, strided<[32, 1], offset: ?>>
+    %w1 = memref.expand_shape %row1 [[0, 1]] output_shape [64, 32] : memref<2048xf32, strided<[1], offset: ?>> into memref<64x32xf32, strided<[32, 1], offset: ?>>
+    %p0 = memref.subview %w0[0, 0] [32, 32] [1, 1] : memref<64x32xf32, strided<[32, 1], offset: ?>> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+    %p1 = memref.subview %w1[32, 0] [32, 32] [1, 1] : memref<64x32xf32, strided<[32, 1], offset: ?>> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+    %a = "tile.alloc"() {layout = #tile.layout<"S[(32, 32):(1@tid, 1)]">} : () -> memref<32x32xf32, #gpu.address_space<private>>
+    %b = "tile.alloc"() {layout = #tile.layout<"S[(32, 32):(1, 1@tid)]">} : () -> memref<32x32xf32, #gpu.address_space<private>>
+    "tile.copy"(%p0, %a) {scope = "cta"} : (memref<32x32xf32, strided<[32, 1], offset: ?>>, memref<32x32xf32, #gpu.address_space<private>>) -> ()
+    "tile.copy"(%b, %p1) {scope = "cta"} : (memref<32x32xf32, #gpu.address_space<private>>, memref<32x32xf32, strided<[32, 1], offset: ?>>) -> ()
+    gpu.return
+  }
+}

@@ -13,17 +13,26 @@ cluster barrier's wait) already in the block counts. Register buffers are privat
 their threads and never need one. Around a loop's back edge, two touches of one
 iteration's own slice (a subview taken in the body at the induction variable,
 one element thick there: the tiles of a row, one per iteration) never meet.
-Two touches never meet either where they are subviews of one view whose static
-ranges along some dim are disjoint (the parts of a row, one op each), or where they
+Two touches never meet either where they lie in subviews of one view that are disjoint
+along some dim (the parts of a row, one op each; two rows of a tensor), or where they
 are the very same view and each op's thread for an element is the one holding it in
 the same register layout, held once (a row read into registers, then written back
-by the same threads).
+by the same threads). Each touch is inside every subview on its way to the buffer
+(through subviews, reshapes and casts), so any two of those, one from each touch, cut
+from the same view and apart along a dim, part the touches. An offset along a dim is
+a constant, or a base plus a constant (`%b` and `%b + 1`: two neighbouring rows at a
+row known at run time), bases compared by how they were built (`_key`: from
+constants, a block's arguments and the ids that are one number across a CTA; a base
+that depends on a thread's id or on memory is equal to no other). A tile op is
+collective: its scope's threads take it with the same operands, so equal bases are
+one number in both ops.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from mlir import ir
 from mlir.dialects import arith, gpu, nvvm
@@ -37,8 +46,15 @@ from tile_mlir.lowering.support.emit import const, const_index, linear_thread_id
 
 _TILE_OPS = ("tile.copy", "tile.elementwise", "tile.reduce")
 
-Window = tuple[ir.Value, tuple[tuple[int, int] | None, ...]]
-"""A memref.subview's source and, per dim, its static (offset, size) or None."""
+Span = tuple[Any, int, int]
+"""A subview's range along one dim: (base, offset, size), the range [base + offset,
+base + offset + size), base an SSA index value (its `_key`) or None (0), size static."""
+Window = tuple[ir.Value, tuple[Span | None, ...]]
+"""A memref.subview's source and, per dim, its Span (None where its size is dynamic or
+its stride not 1)."""
+CONTAINED = ("memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.cast")
+"""View ops whose result lies inside their source (a reinterpret_cast may reach past
+it: the walk to the enclosing subviews stops there)."""
 
 
 @dataclass
@@ -49,7 +65,7 @@ class _Touch:
     slice: tuple[ir.Value, int] | None = None  # (source, dim) of an iteration's own slice
     carried: bool = False  # from the loop's previous iteration
     view: ir.Value | None = None  # the operand itself
-    window: Window | None = None
+    windows: tuple[Window, ...] = ()  # the subviews it lies in, innermost first
     owners: str = ""  # the register layout whose holder of an element touches it ("": none)
 
 
@@ -74,22 +90,92 @@ def _iteration_slice(value: ir.Value, block: ir.Block) -> tuple[ir.Value, int] |
     return None
 
 
-def _window(value: ir.Value, bound: tuple[int, ...] | None = None) -> Window | None:
-    """Where a subview lies in its source, as far as it is static. `bound`: the register
-    tile an op walks, which touches a memory operand only on their overlap (a dynamic
-    size there touches at most the tile's extent)."""
+UNIFORM = ("gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.cluster_id",
+           "gpu.cluster_block_id", "gpu.cluster_dim_blocks")
+"""Ops besides arith's whose result depends on their operands and attributes alone and is
+the same in every thread of a CTA (so that two of them with equal operands are equal,
+and an offset built of them is one number for the op's threads; a thread's id is not)."""
+
+
+def _offset(value: ir.Value) -> tuple[Any, int]:
+    """`value` as (base, constant), through additions and subtractions of constants; the
+    base as `_key` has it."""
+    constant = 0
+    for _ in range(16):
+        op = defining_op(value)
+        if op is None:
+            break
+        if op.name == "arith.constant":
+            return None, constant + ir.IntegerAttr(op.attributes["value"]).value
+        if op.name not in ("arith.addi", "arith.subi"):
+            break
+        lhs, rhs = (_constant(v) for v in op.operands)
+        if rhs is not None:
+            constant += rhs if op.name == "arith.addi" else -rhs
+            value = op.operands[0]
+        elif lhs is not None and op.name == "arith.addi":
+            constant += lhs
+            value = op.operands[1]
+        else:
+            break
+    return _key(value), constant
+
+
+def _key(value: ir.Value, budget: list[int] | None = None) -> Any:
+    """What a value is, up to how it was built: an op of arith or UNIFORM as its name,
+    attributes and operands' keys (two `block_id // 16 * 2` built apart are the same
+    number); a block's argument (a kernel's scalar, a loop's induction variable) as
+    itself; anything else (a thread's id, a value loaded from memory, a DAG past
+    `budget` ops) as a key equal to no other."""
+    budget = [64] if budget is None else budget
+    if isinstance(value.owner, ir.Block):
+        return value
+    op = value.owner.operation
+    budget[0] -= 1
+    if budget[0] < 0 or len(op.regions) or not \
+            (op.name.startswith("arith.") or op.name in UNIFORM):
+        return object()
+    attributes = tuple(sorted((name, str(op.attributes[name])) for name in op.attributes))
+    return (op.name, attributes, ir.OpResult(value).result_number,
+            tuple(_key(v, budget) for v in op.operands))
+
+
+def _constant(value: ir.Value) -> int | None:
     op = defining_op(value)
-    if op is None or op.name != "memref.subview":
+    if op is None or op.name != "arith.constant":
         return None
+    return int(ir.IntegerAttr(op.attributes["value"]).value)
+
+
+def _window(op: ir.Operation, bound: tuple[int, ...] | None = None) -> Window:
+    """Where a memref.subview lies in its source, as far as its sizes are static. `bound`:
+    the register tile an op walks, which touches a memory operand only on their overlap
+    (a dynamic size there touches at most the tile's extent)."""
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
     offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
     sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
     steps = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
     if bound is not None and len(bound) == len(sizes):
         sizes = [b if s == dynamic else min(s, b) for s, b in zip(sizes, bound, strict=True)]
-    dims = tuple((o, s) if dynamic not in (o, s) and step == 1 else None
-                 for o, s, step in zip(offsets, sizes, steps, strict=True))
-    return op.operands[0], dims
+    operands = iter(list(op.operands)[1:])  # the dynamic offsets come first
+    dims: list[Span | None] = []
+    for offset, size, step in zip(offsets, sizes, steps, strict=True):
+        base, constant = _offset(next(operands)) if offset == dynamic else (None, offset)
+        dims.append(None if dynamic in (size, step) or step != 1 else (base, constant, size))
+    return op.operands[0], tuple(dims)
+
+
+def _windows(value: ir.Value, bound: tuple[int, ...] | None = None) -> tuple[Window, ...]:
+    """The subviews an operand lies in, from its own outwards (`bound` clips its own)."""
+    found: list[Window] = []
+    for _ in range(64):
+        op = defining_op(value)
+        if op is None or op.name not in CONTAINED:
+            break
+        if op.name == "memref.subview":
+            found.append(_window(op, bound if not found else None))
+        value = op.operands[0]
+    return tuple(found)
 
 
 def _anchor(op: ir.Operation) -> TileLayout | None:
@@ -125,7 +211,7 @@ def _touches(op: ir.Operation) -> list[_Touch]:
     anchor = _anchor(op) if op.name != "tile.reduce" else None
     bound = anchor.shape if anchor is not None else None
     owners = _owners(anchor, describe(op.opview).scope_threads) if anchor is not None else ""
-    found = []
+    found: list[_Touch] = []
     for n, value in enumerate(op.operands):
         if not isinstance(value.type, ir.MemRefType):
             continue
@@ -133,16 +219,20 @@ def _touches(op: ir.Operation) -> list[_Touch]:
             continue
         found.append(_Touch(root_buffer(value), writes=n == 0, scope=scope,
                             slice=_iteration_slice(value, op.block), view=value,
-                            window=_window(value, bound), owners=owners))
+                            windows=_windows(value, bound), owners=owners))
     return found
 
 
-def _apart(a: Window | None, b: Window | None) -> bool:
-    """Subviews of one view that are disjoint along some dim."""
-    if a is None or b is None or a[0] != b[0]:
-        return False
-    for x, y in zip(a[1], b[1], strict=True):
-        if x is not None and y is not None and (x[0] + x[1] <= y[0] or y[0] + y[1] <= x[0]):
+def _apart(a: tuple[Window, ...], b: tuple[Window, ...]) -> bool:
+    """Do two touches lie in subviews of one view that are disjoint along some dim?"""
+    return any(x[0] == y[0] and _disjoint(x[1], y[1]) for x in a for y in b)
+
+
+def _disjoint(a: tuple[Span | None, ...], b: tuple[Span | None, ...]) -> bool:
+    for x, y in zip(a, b, strict=True):
+        if x is None or y is None or x[0] != y[0]:
+            continue
+        if x[1] + x[2] <= y[1] or y[1] + y[2] <= x[1]:
             return True
     return False
 
@@ -154,7 +244,7 @@ def _meet(new: _Touch, old: _Touch) -> bool:
         return False
     if old.carried and new.slice is not None and new.slice == old.slice:
         return False
-    if not old.carried and _apart(new.window, old.window):
+    if not old.carried and _apart(new.windows, old.windows):
         return False
     same_threads = new.view == old.view and new.owners and new.owners == old.owners and \
         new.scope == old.scope
@@ -241,7 +331,7 @@ def insert_barriers(block: ir.Block, kernel_block: tuple[int, int, int] | None) 
     _, carried = _plan(block, []) if parent is not None and \
         parent.operation.name in _LOOPS else ([], [])
     carried = [_Touch(t.buffer, t.writes, t.scope, t.slice, carried=True, view=t.view,
-                      window=t.window, owners=t.owners) for t in carried]
+                      windows=t.windows, owners=t.owners) for t in carried]
     needed, _ = _plan(block, carried)
     for op, scope in needed:
         with ir.InsertionPoint(op), op.location:
