@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import numpy as np
 import pytest
+from support.cluster_programs import normalize_pairs, normalize_pairs_reference
 from support.lang import EXAMPLE_NAMES, example, requires_feature, tutorial
 
 import tile_mlir.lang as tl
@@ -147,6 +148,21 @@ def test_a_loop_over_tiles_with_a_tail(n: int, rng: np.random.Generator) -> None
     y = np.full(n, np.nan, np.float32)
     doubled[(7,)](x, y)  # 7 CTAs stride over the tiles
     assert np.array_equal(y, 2 * x)
+
+
+@pytest.mark.parametrize("m", [2, 10, 264])
+def test_two_rows_a_cluster(m: int, rng: np.random.Generator) -> None:
+    """Rows 2k and 2k + 1 of each cluster of 2 CTAs, normalized by their sums with no
+    cluster barrier between the rows (tile-barriers finds their views apart): every
+    element written, each within f32's rounding of float64."""
+    x = rng.uniform(0.5, 1.5, (m, 1024)).astype(np.float32)
+    y = np.full((m, 1024), np.nan, np.float32)
+    normalize_pairs[(m,)](x, y)
+    expected = normalize_pairs_reference(x)
+    assert not np.isnan(y).any()
+    error = float(np.max(np.abs(y - expected) / expected))
+    assert error < 2e-6, error  # 16 ulps: a sum of 1024 terms, then a quotient
+    print(f"normalize_pairs m={m}: max relative error {error:.3g}")
 
 
 @pytest.mark.parametrize("n", [1, 2047, 2049, 1_000_003])

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import pytest
+from support.cluster_programs import normalize_pairs
 
 import tile_mlir.lang as tl
 from null.test_lang_launch import Driver, Tensor, fake, loaded  # noqa: F401 - the fake driver
@@ -60,6 +61,18 @@ def test_a_cluster_kernel_compiles_to_cluster_ptx() -> None:
     assert "barrier.cluster.arrive;" not in ptx
     assert ptx.count("st.async.shared::cluster") == 1 and "ld.shared::cluster" not in ptx
     assert ptx.count("mbarrier.test_wait.parity.acquire.cluster") == 1
+
+
+def test_two_rows_a_cluster_meet_through_mailboxes() -> None:
+    """Rows 2k and 2k + 1 written by one kernel: their views are apart, so no cluster
+    barrier stands between the rows (which would also send the sums over the barriers
+    path): a post and a wait per row, the two relaxed arrives only."""
+    desc = tl.ArrayDesc("f32", (8, 1024))
+    ptx = normalize_pairs.compile([desc, desc], chip="sm_90").ptx["kernels"]
+    assert ptx.count("barrier.cluster.arrive.relaxed;") == 2
+    assert "barrier.cluster.arrive;" not in ptx
+    assert ptx.count("st.async.shared::cluster") == 2 and "ld.shared::cluster" not in ptx
+    assert ptx.count("mbarrier.test_wait.parity.acquire.cluster") == 2
 
 
 def test_the_cluster_scope_needs_a_kernel_with_clusters() -> None:

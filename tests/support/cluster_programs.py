@@ -1,0 +1,34 @@
+"""tile_mlir.lang cluster programs for both tiers: the null tier checks their PTX, the gpu
+tier runs them against float64 NumPy."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+
+import tile_mlir.lang as tl
+
+Rows = Annotated[tl.Tensor, "f32", ("M", 1024)]
+
+
+@tl.kernel(threads=128, cluster=2)
+def normalize_pairs(x: Rows, y: Rows) -> None:
+    """Two rows a cluster of 2 CTAs (rows 2k and 2k + 1, each one's offset built on its
+    own), each divided by its sum: 256 threads of 4 floats a row. The rows' writes are
+    apart (tile-barriers tells 2k from 2k + 1), so their sums meet through mailboxes,
+    one round each, with no cluster barrier between."""
+    for i in range(2):
+        row = tl.block_id() // 2 * 2 + i
+        t = tl.alloc_reg((256, 4), tl.f32, "S[(256, 4):(1@tid, 1)]")
+        s = tl.alloc_reg((1, 1), tl.f32, "S[(1, 1)], R[256:1@tid]")
+        tl.cluster.copy(t, x[row].reshape((256, 4)))
+        tl.cluster.sum(s, t)
+        tl.cluster.div(y[row].reshape((256, 4)), t, s)
+
+
+def normalize_pairs_reference(x: np.ndarray) -> np.ndarray:
+    """Each row divided by its sum, in float64."""
+    wide = x.astype(np.float64)
+    quotient: np.ndarray = wide / wide.sum(axis=1, keepdims=True)
+    return quotient
