@@ -27,7 +27,7 @@ from mlir.dialects import arith, memref, scf
 from tile_mlir.contract import ACCESS_BYTES, widest_vector
 from tile_mlir.lowering.support import tails
 from tile_mlir.lowering.support.access import Access, Groups, View
-from tile_mlir.lowering.support.alignment import defining_op
+from tile_mlir.lowering.support.alignment import static_index
 from tile_mlir.lowering.support.analysis import DYNAMIC, OpInfo
 from tile_mlir.lowering.support.compute import Address, Compute, row_major
 from tile_mlir.lowering.support.emit import const_index, scope_thread_index
@@ -239,7 +239,7 @@ def for_each_item(tid: ir.Value, total: ir.Value, threads: int, body: Step,
     its item is finished after the group's other bodies ran: their loads first; one
     round or one group is straight-line code), then the last partial round under
     `tid < rest`; otherwise a strided loop."""
-    count = _static(total)
+    count = static_index(total)
     if count is None:
         loop = scf.ForOp(tid, total, const_index(threads))
         with ir.InsertionPoint(loop.body):
@@ -291,21 +291,3 @@ def _item(walk: Walk, k: ir.Value, item: Item) -> Callable[[], None]:
                 arith.remui(k, walk.per_row))
 
 
-def _static(value: ir.Value) -> int | None:
-    """The value of an index computed from constants only (arith folds as it builds)."""
-    op = defining_op(value)
-    if op is None:
-        return None
-    if op.name == "arith.constant":
-        return int(ir.IntegerAttr(op.attributes["value"]).value)
-    parts = [_static(v) for v in op.operands]
-    if None in parts or op.name not in _FOLD:
-        return None
-    return _FOLD[op.name](*[p for p in parts if p is not None])
-
-
-_FOLD: dict[str, Callable[..., int]] = {
-    "arith.muli": lambda a, b: a * b, "arith.divui": lambda a, b: a // b,
-    "arith.remui": lambda a, b: a % b, "arith.addi": lambda a, b: a + b,
-    "arith.subi": lambda a, b: a - b,
-}

@@ -14,6 +14,7 @@ passes strides so, and specializes its kernels on what the strides allow.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from mlir import ir
 
@@ -27,6 +28,29 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     """The op that made a value; None for a block argument."""
     owner = value.owner
     return None if isinstance(owner, ir.Block) else owner.operation
+
+
+FOLD: dict[str, Callable[[int, int], int | None]] = {
+    "arith.muli": lambda a, b: a * b, "arith.divui": lambda a, b: a // b if b else None,
+    "arith.remui": lambda a, b: a % b if b else None, "arith.addi": lambda a, b: a + b,
+    "arith.subi": lambda a, b: a - b,
+}
+"""The index arithmetic static_index folds (a division by zero folds to nothing)."""
+
+
+def static_index(value: ir.Value) -> int | None:
+    """The value of an index computed from constants only (arith folds as it builds),
+    None where it depends on anything else."""
+    op = defining_op(value)
+    if op is None:
+        return None
+    if op.name == "arith.constant":
+        attr = op.attributes["value"]
+        return int(ir.IntegerAttr(attr).value) if isinstance(attr, ir.IntegerAttr) else None
+    if op.name not in FOLD:
+        return None
+    a, b = (static_index(v) for v in op.operands)
+    return None if a is None or b is None else FOLD[op.name](a, b)
 
 
 def divisor(value: ir.Value, depth: int = 0) -> int:
@@ -76,7 +100,7 @@ def argument_divisor(value: ir.Value) -> int:
     return abs(ir.IntegerAttr(entry[DIVISIBILITY]).value) or _UNBOUNDED
 
 
-def _dynamic_operand(op: ir.Operation, segment: int, static_attr: str, dim: int) -> ir.Value:
+def dynamic_operand(op: ir.Operation, segment: int, static_attr: str, dim: int) -> ir.Value:
     """The SSA operand behind the dynamic entry `dim` of a view op's static offsets,
     sizes or strides (segment 1, 2 or 3 of its operands)."""
     segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
@@ -110,7 +134,7 @@ def stride_divisor(view: ir.Value, dim: int, depth: int = 0) -> int:
     if depth > 32 or op is None:
         return 1
     if op.name == "memref.reinterpret_cast":
-        return divisor(_dynamic_operand(op, 3, "static_strides", dim), depth + 1)
+        return divisor(dynamic_operand(op, 3, "static_strides", dim), depth + 1)
     if op.name == "memref.cast":
         return stride_divisor(op.operands[0], dim, depth + 1)
     if op.name in ("memref.expand_shape", "memref.collapse_shape"):
@@ -121,7 +145,7 @@ def stride_divisor(view: ir.Value, dim: int, depth: int = 0) -> int:
         source_dim = _kept_dims(op, source_rank, len(strides))[dim]
         steps = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
         step = steps[source_dim]
-        step_divisor = divisor(_dynamic_operand(op, 3, "static_strides", source_dim),
+        step_divisor = divisor(dynamic_operand(op, 3, "static_strides", source_dim),
                                depth + 1) if step == _DYNAMIC else abs(step)
         return min(stride_divisor(source, source_dim, depth + 1) * step_divisor, _UNBOUNDED)
     return 1
@@ -161,7 +185,7 @@ def offset_divisor(view: ir.Value, depth: int = 0) -> int:
     if op.name == "memref.subview":
         return _subview_offset_divisor(op, depth)
     if op.name == "memref.reinterpret_cast":
-        return divisor(_dynamic_operand(op, 1, "static_offsets", 0), depth + 1)
+        return divisor(dynamic_operand(op, 1, "static_offsets", 0), depth + 1)
     return 1
 
 

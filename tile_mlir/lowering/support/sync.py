@@ -40,7 +40,12 @@ from mlir.dialects import arith, gpu, nvvm
 from tile_mlir.dialects.tile import SCOPES
 from tile_mlir.layout import TileLayout
 from tile_mlir.lowering.schedules.threads import decode
-from tile_mlir.lowering.support.alignment import defining_op, root_buffer
+from tile_mlir.lowering.support.alignment import (
+    defining_op,
+    dynamic_operand,
+    root_buffer,
+    static_index,
+)
 from tile_mlir.lowering.support.analysis import defining_layout, describe, memory_space
 from tile_mlir.lowering.support.emit import const, const_index, linear_thread_id
 
@@ -82,10 +87,10 @@ def _iteration_slice(value: ir.Value, block: ir.Block) -> tuple[ir.Value, int] |
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
     offsets = list(ir.DenseI64ArrayAttr(owner.attributes["static_offsets"]))
     sizes = list(ir.DenseI64ArrayAttr(owner.attributes["static_sizes"]))
-    operands = iter(list(owner.operands)[1:])  # the dynamic offsets come first
     induction = block.arguments[0]
     for dim, offset in enumerate(offsets):
-        if offset == dynamic and next(operands) == induction and sizes[dim] == 1:
+        if offset == dynamic and sizes[dim] == 1 and \
+                dynamic_operand(owner, 1, "static_offsets", dim) == induction:
             return owner.operands[0], dim
     return None
 
@@ -99,17 +104,16 @@ and an offset built of them is one number for the op's threads; a thread's id is
 
 def _offset(value: ir.Value) -> tuple[Any, int]:
     """`value` as (base, constant), through additions and subtractions of constants; the
-    base as `_key` has it."""
+    base as `_key` has it (None: the value is a constant)."""
     constant = 0
     for _ in range(16):
+        known = static_index(value)
+        if known is not None:
+            return None, constant + known
         op = defining_op(value)
-        if op is None:
+        if op is None or op.name not in ("arith.addi", "arith.subi"):
             break
-        if op.name == "arith.constant":
-            return None, constant + ir.IntegerAttr(op.attributes["value"]).value
-        if op.name not in ("arith.addi", "arith.subi"):
-            break
-        lhs, rhs = (_constant(v) for v in op.operands)
+        lhs, rhs = (static_index(v) for v in op.operands)
         if rhs is not None:
             constant += rhs if op.name == "arith.addi" else -rhs
             value = op.operands[0]
@@ -140,13 +144,6 @@ def _key(value: ir.Value, budget: list[int] | None = None) -> Any:
             tuple(_key(v, budget) for v in op.operands))
 
 
-def _constant(value: ir.Value) -> int | None:
-    op = defining_op(value)
-    if op is None or op.name != "arith.constant":
-        return None
-    return int(ir.IntegerAttr(op.attributes["value"]).value)
-
-
 def _window(op: ir.Operation, bound: tuple[int, ...] | None = None) -> Window:
     """Where a memref.subview lies in its source, as far as its sizes are static. `bound`:
     the register tile an op walks, which touches a memory operand only on their overlap
@@ -157,10 +154,10 @@ def _window(op: ir.Operation, bound: tuple[int, ...] | None = None) -> Window:
     steps = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
     if bound is not None and len(bound) == len(sizes):
         sizes = [b if s == dynamic else min(s, b) for s, b in zip(sizes, bound, strict=True)]
-    operands = iter(list(op.operands)[1:])  # the dynamic offsets come first
     dims: list[Span | None] = []
-    for offset, size, step in zip(offsets, sizes, steps, strict=True):
-        base, constant = _offset(next(operands)) if offset == dynamic else (None, offset)
+    for dim, (offset, size, step) in enumerate(zip(offsets, sizes, steps, strict=True)):
+        base, constant = (None, offset) if offset != dynamic else \
+            _offset(dynamic_operand(op, 1, "static_offsets", dim))
         dims.append(None if dynamic in (size, step) or step != 1 else (base, constant, size))
     return op.operands[0], tuple(dims)
 
