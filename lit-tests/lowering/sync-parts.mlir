@@ -164,3 +164,60 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// A loop over rows: iteration i reads part 0 of row i into registers and writes part 1
+// through another layout. The parts lie in row i's slice of %x (a subview at the
+// induction variable, one row thick, of a view made outside the loop), so around the
+// back edge they never meet the next iteration's: no barrier.
+// CHECK-LABEL: gpu.func @loop_rows
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+gpu.module @m {
+  gpu.func @loop_rows(%x: memref<8x2048xf32>, %n: index) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %c1 = arith.constant 1 : index
+    %first = gpu.block_id x
+    scf.for %i = %first to %n step %c1 {
+      %row = memref.subview %x[%i, 0] [1, 2048] [1, 1] : memref<8x2048xf32> to memref<2048xf32, strided<[1], offset: ?>>
+      %w = memref.expand_shape %row [[0, 1]] output_shape [64, 32] : memref<2048xf32, strided<[1], offset: ?>> into memref<64x32xf32, strided<[32, 1], offset: ?>>
+      %p0 = memref.subview %w[0, 0] [32, 32] [1, 1] : memref<64x32xf32, strided<[32, 1], offset: ?>> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+      %p1 = memref.subview %w[32, 0] [32, 32] [1, 1] : memref<64x32xf32, strided<[32, 1], offset: ?>> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+      %a = "tile.alloc"() {layout = #tile.layout<"S[(32, 32):(1@tid, 1)]">} : () -> memref<32x32xf32, #gpu.address_space<private>>
+      %b = "tile.alloc"() {layout = #tile.layout<"S[(32, 32):(1, 1@tid)]">} : () -> memref<32x32xf32, #gpu.address_space<private>>
+      "tile.copy"(%a, %p0) {scope = "cta"} : (memref<32x32xf32, #gpu.address_space<private>>, memref<32x32xf32, strided<[32, 1], offset: ?>>) -> ()
+      "tile.copy"(%p1, %b) {scope = "cta"} : (memref<32x32xf32, strided<[32, 1], offset: ?>>, memref<32x32xf32, #gpu.address_space<private>>) -> ()
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+// The same loop, but the row's source is made in the loop, at 4 - i: row i of it is
+// row 4 of %x in every iteration, so the slice rule claims nothing and the next
+// iteration's read waits at the loop's top for this one's write.
+// CHECK-LABEL: gpu.func @loop_moving_source
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK-NEXT: "tile.copy"
+gpu.module @m {
+  gpu.func @loop_moving_source(%x: memref<8x2048xf32>, %n: index) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %first = gpu.block_id x
+    scf.for %i = %first to %n step %c1 {
+      %at = arith.subi %c4, %i : index
+      %rows = memref.subview %x[%at, 0] [4, 2048] [1, 1] : memref<8x2048xf32> to memref<4x2048xf32, strided<[2048, 1], offset: ?>>
+      %row = memref.subview %rows[%i, 0] [1, 2048] [1, 1] : memref<4x2048xf32, strided<[2048, 1], offset: ?>> to memref<2048xf32, strided<[1], offset: ?>>
+      %w = memref.expand_shape %row [[0, 1]] output_shape [64, 32] : memref<2048xf32, strided<[1], offset: ?>> into memref<64x32xf32, strided<[32, 1], offset: ?>>
+      %p0 = memref.subview %w[0, 0] [32, 32] [1, 1] : memref<64x32xf32, strided<[32, 1], offset: ?>> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+      %p1 = memref.subview %w[32, 0] [32, 32] [1, 1] : memref<64x32xf32, strided<[32, 1], offset: ?>> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+      %a = "tile.alloc"() {layout = #tile.layout<"S[(32, 32):(1@tid, 1)]">} : () -> memref<32x32xf32, #gpu.address_space<private>>
+      %b = "tile.alloc"() {layout = #tile.layout<"S[(32, 32):(1, 1@tid)]">} : () -> memref<32x32xf32, #gpu.address_space<private>>
+      "tile.copy"(%a, %p0) {scope = "cta"} : (memref<32x32xf32, #gpu.address_space<private>>, memref<32x32xf32, strided<[32, 1], offset: ?>>) -> ()
+      "tile.copy"(%p1, %b) {scope = "cta"} : (memref<32x32xf32, strided<[32, 1], offset: ?>>, memref<32x32xf32, #gpu.address_space<private>>) -> ()
+    }
+    gpu.return
+  }
+}

@@ -75,24 +75,41 @@ class _Touch:
 
 
 def _iteration_slice(value: ir.Value, block: ir.Block) -> tuple[ir.Value, int] | None:
-    """(source, dim) when `value` is a memref.subview made in a loop body `block` whose
-    offset on dim is the loop's induction variable and whose size there is 1: each
-    iteration touches a slice of its own."""
-    if isinstance(value.owner, ir.Block):
-        return None
-    owner, loop = value.owner.operation, block.owner
-    if owner.name != "memref.subview" or owner.block != block or loop is None or \
-            loop.name != "scf.for":
+    """(source, dim) when `value` lies inside (through CONTAINED views) a memref.subview
+    made in a loop body `block`, of a source made outside the loop, whose offset on dim
+    is the loop's induction variable and whose size there is 1: each iteration touches a
+    slice of its own."""
+    loop = block.owner
+    if loop is None or loop.name != "scf.for":
         return None
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
-    offsets = list(ir.DenseI64ArrayAttr(owner.attributes["static_offsets"]))
-    sizes = list(ir.DenseI64ArrayAttr(owner.attributes["static_sizes"]))
     induction = block.arguments[0]
-    for dim, offset in enumerate(offsets):
-        if offset == dynamic and sizes[dim] == 1 and \
-                dynamic_operand(owner, 1, "static_offsets", dim) == induction:
-            return owner.operands[0], dim
+    for _ in range(64):
+        owner = defining_op(value)
+        if owner is None or owner.name not in CONTAINED or owner.block != block:
+            return None
+        value = owner.operands[0]
+        if owner.name != "memref.subview" or not _outside(value, loop):
+            continue
+        offsets = list(ir.DenseI64ArrayAttr(owner.attributes["static_offsets"]))
+        sizes = list(ir.DenseI64ArrayAttr(owner.attributes["static_sizes"]))
+        for dim, offset in enumerate(offsets):
+            if offset == dynamic and sizes[dim] == 1 and \
+                    dynamic_operand(owner, 1, "static_offsets", dim) == induction:
+                return value, dim
     return None
+
+
+def _outside(value: ir.Value, loop: ir.OpView) -> bool:
+    """Is `value` made outside `loop` (the same in each of its iterations)?"""
+    owner = value.owner
+    made = owner.owner if isinstance(owner, ir.Block) else owner
+    op: ir.Operation | None = made.operation if made is not None else None
+    while op is not None:
+        if op == loop.operation:
+            return False
+        op = op.parent
+    return True
 
 
 UNIFORM = ("gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.cluster_id",
