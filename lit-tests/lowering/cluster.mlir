@@ -3,9 +3,9 @@
 // A register layout over tid at cluster scope spreads a tile over the cluster's CTAs;
 // a reduction over it folds each CTA's warps through its shared memory (one bar.sync),
 // then the CTAs' partials: through mailboxes where every such reduction of the kernel
-// stands in its entry block (each CTA posts its partial into every CTA's shared memory
-// with st.async, which completes its bytes on that CTA's mbarrier; each waits for its
-// own), else
+// stands in its entry block or in the body of a loop that does (each CTA posts its
+// partial into every CTA's shared memory with st.async, which completes its bytes on
+// that CTA's mbarrier; each waits for its own; a loop takes two mailboxes in turn), else
 // through distributed shared memory between two cluster barriers (mapa.shared::cluster,
 // ld.shared::cluster; the second stands for the first of a later reduction where there
 // is one); the result is replicated in every thread of the cluster.
@@ -172,33 +172,50 @@ gpu.module @m {
 
 // -----
 
-// A reduction in a loop runs more than once: an mbarrier serves one phase, so it meets
-// through barriers. Its CTA's leader leaves the partial in a scratch; a cluster barrier;
-// every thread reads both CTAs' partials (ranks 0 and 1, in that order) through mapa;
-// a second cluster barrier before any CTA may exit or write the scratch again.
+// A reduction in a loop of the entry block runs once an iteration on every thread: it
+// meets through mailboxes of two halves, iteration k taking half k % 2 and waiting for
+// the phase of parity (k / 2) % 2 of that half's mbarrier. At the entry thread 0 arms
+// both mbarriers (8 bytes each: the two CTAs' posts); the cluster wait stands before the
+// loop. In the loop: the posts into this iteration's half (slot 2 * half + rank), the
+// wait, thread 0 arming the half again for iteration k + 2, the two reads, then a
+// barrier of the CTA (every thread's reads before the next iteration's posts). After
+// the loop, the relaxed arrive whose wait stands at the end.
 // CHECK-LABEL: gpu.func @in_a_loop
-// CHECK-NOT: nvvm.mbarrier
-// CHECK: scf.for
+// CHECK: scf.if %[[LEADER:.*]] {
+// CHECK-NEXT: nvvm.mbarrier.init %[[BAR:.*]], %c1_i32
+// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %[[BAR]], %c8_i32
+// CHECK-NEXT: %[[BAR1:.*]] = llvm.getelementptr %[[BAR]][1]
+// CHECK-NEXT: nvvm.mbarrier.init %[[BAR1]], %c1_i32
+// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %[[BAR1]], %c8_i32
+// CHECK: nvvm.cluster.arrive.relaxed
+// CHECK-NEXT: nvvm.cluster.wait
+// CHECK-NEXT: scf.for %[[K:.*]] = %c0 to %c3 step %c1 {
+// CHECK: %[[HALF:.*]] = arith.andi %[[K]], %c1 : index
+// CHECK: %[[SHIFTED:.*]] = arith.shrui %[[K]], %c1 : index
+// CHECK: %[[PARITY:.*]] = arith.andi %[[SHIFTED]], %c1 : index
+// CHECK: %[[PHASE:.*]] = arith.index_cast %[[PARITY]] : index to i32
+// CHECK: %[[MINE:.*]] = llvm.getelementptr %[[BAR]][%{{.*}}]
 // CHECK: gpu.barrier
-// CHECK: memref.store %{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
-// CHECK: nvvm.cluster.arrive
+// CHECK: arith.muli %[[HALF]], %c2 : index
+// CHECK: llvm.inline_asm has_side_effects "st.async
+// CHECK: nvvm.mbarrier.test.wait %[[MINE]], %[[PHASE]]
+// CHECK: scf.if %[[LEADER]] {
+// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %[[MINE]], %c8_i32
+// CHECK: memref.load
+// CHECK: memref.load
+// CHECK: gpu.barrier
+// CHECK-NOT: nvvm.cluster
+// CHECK: vector.store %{{.*}} : memref<128x4xf32, strided<[4, 1], offset: ?>>, vector<4xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.cluster.arrive.relaxed {tile.mailbox}
 // CHECK-NEXT: nvvm.cluster.wait
-// CHECK: nvvm.mapa %{{.*}}, %c0_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK: llvm.load %{{.*}} : !llvm.ptr<7> -> f32
-// CHECK: nvvm.mapa %{{.*}}, %c1_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK: llvm.load %{{.*}} : !llvm.ptr<7> -> f32
-// CHECK: nvvm.cluster.arrive
-// CHECK-NEXT: nvvm.cluster.wait
-// CHECK-NOT: nvvm.mbarrier
-// CHECK: gpu.return
+// CHECK-NEXT: gpu.return
 // PTX-LABEL: .entry in_a_loop(
-// PTX-NOT: mbarrier
-// PTX: barrier.cluster.arrive;
-// PTX-NEXT: barrier.cluster.wait;
-// PTX: ld.shared::cluster.b32
-// PTX: ld.shared::cluster.b32
-// PTX: barrier.cluster.arrive;
-// PTX-NEXT: barrier.cluster.wait;
+// PTX-NOT: barrier.cluster.arrive;
+// PTX-NOT: ld.shared::cluster
+// PTX: st.async.shared::cluster.mbarrier::complete_tx::bytes.b32
+// PTX: mbarrier.test_wait.parity.acquire.cluster
+// PTX: ret;
 gpu.module @m {
   gpu.func @in_a_loop(%x: memref<3x128x4xf32>, %y: memref<3x128x4xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.cluster_dim = array<i32: 2, 1, 1>} {
     %c0 = arith.constant 0 : index
@@ -213,6 +230,59 @@ gpu.module @m {
       "tile.reduce"(%s, %t) {kind = "sum", scope = "cluster"} : (memref<1x1xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
       "tile.elementwise"(%t, %t, %s) {op = "div", scope = "cluster", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<128x4xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>, memref<1x1xf32, #gpu.address_space<private>>) -> ()
       "tile.copy"(%yv, %t) {scope = "cluster"} : (memref<128x4xf32, strided<[4, 1], offset: ?>>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+// A reduction in a nested loop: the mailboxes' turns would need every enclosing loop's
+// iteration, so it meets through barriers. Its CTA's leader leaves the partial in a
+// scratch; a cluster barrier; every thread reads both CTAs' partials (ranks 0 and 1, in
+// that order) through mapa; a second cluster barrier before any CTA may exit or write
+// the scratch again.
+// CHECK-LABEL: gpu.func @in_a_nested_loop
+// CHECK-NOT: nvvm.mbarrier
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cluster.arrive
+// CHECK-NEXT: nvvm.cluster.wait
+// CHECK: nvvm.mapa %{{.*}}, %c0_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<7> -> f32
+// CHECK: nvvm.mapa %{{.*}}, %c1_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<7> -> f32
+// CHECK: nvvm.cluster.arrive
+// CHECK-NEXT: nvvm.cluster.wait
+// CHECK-NOT: nvvm.mbarrier
+// CHECK: gpu.return
+// PTX-LABEL: .entry in_a_nested_loop(
+// PTX-NOT: mbarrier
+// PTX: barrier.cluster.arrive;
+// PTX-NEXT: barrier.cluster.wait;
+// PTX: ld.shared::cluster.b32
+// PTX: ld.shared::cluster.b32
+// PTX: barrier.cluster.arrive;
+// PTX-NEXT: barrier.cluster.wait;
+gpu.module @m {
+  gpu.func @in_a_nested_loop(%x: memref<2x3x128x4xf32>, %y: memref<2x3x128x4xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.cluster_dim = array<i32: 2, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %t = "tile.alloc"() {layout = #tile.layout<"S[(128, 4):(1@tid, 1)]">} : () -> memref<128x4xf32, #gpu.address_space<private>>
+    %s = "tile.alloc"() {layout = #tile.layout<"S[(1, 1)], R[128:1@tid]">} : () -> memref<1x1xf32, #gpu.address_space<private>>
+    scf.for %j = %c0 to %c2 step %c1 {
+      scf.for %i = %c0 to %c3 step %c1 {
+        %xv = memref.subview %x[%j, %i, 0, 0] [1, 1, 128, 4] [1, 1, 1, 1] : memref<2x3x128x4xf32> to memref<128x4xf32, strided<[4, 1], offset: ?>>
+        %yv = memref.subview %y[%j, %i, 0, 0] [1, 1, 128, 4] [1, 1, 1, 1] : memref<2x3x128x4xf32> to memref<128x4xf32, strided<[4, 1], offset: ?>>
+        "tile.copy"(%t, %xv) {scope = "cluster"} : (memref<128x4xf32, #gpu.address_space<private>>, memref<128x4xf32, strided<[4, 1], offset: ?>>) -> ()
+        "tile.reduce"(%s, %t) {kind = "sum", scope = "cluster"} : (memref<1x1xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
+        "tile.elementwise"(%t, %t, %s) {op = "div", scope = "cluster", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<128x4xf32, #gpu.address_space<private>>, memref<128x4xf32, #gpu.address_space<private>>, memref<1x1xf32, #gpu.address_space<private>>) -> ()
+        "tile.copy"(%yv, %t) {scope = "cluster"} : (memref<128x4xf32, strided<[4, 1], offset: ?>>, memref<128x4xf32, #gpu.address_space<private>>) -> ()
+      }
     }
     gpu.return
   }

@@ -10,7 +10,12 @@ from typing import Annotated, Any
 
 import numpy as np
 import pytest
-from support.cluster_programs import normalize_pairs, normalize_pairs_reference
+from support.cluster_programs import (
+    normalize_pairs,
+    normalize_pairs_reference,
+    softmax_persistent,
+    softmax_reference,
+)
 from support.lang import EXAMPLE_NAMES, example, requires_feature, tutorial
 
 import tile_mlir.lang as tl
@@ -163,6 +168,22 @@ def test_two_rows_a_cluster(m: int, rng: np.random.Generator) -> None:
     error = float(np.max(np.abs(y - expected) / expected))
     assert error < 2e-6, error  # 16 ulps: a sum of 1024 terms, then a quotient
     print(f"normalize_pairs m={m}: max relative error {error:.3g}")
+
+
+@pytest.mark.parametrize(("m", "clusters"), [(1, 1), (7, 3), (64, 5), (301, 1), (1000, 66)])
+def test_a_persistent_cluster_kernel(m: int, clusters: int, rng: np.random.Generator) -> None:
+    """Softmax over rows of 1024 by `clusters` clusters of 2 CTAs that loop over the rows
+    (1 to 301 iterations each, the last ones short where the clusters do not divide the
+    rows): the mailboxes of its two reductions serve every iteration, their phases
+    wrapping many times; every element written, within f32's rounding of float64."""
+    x = (4 * rng.standard_normal((m, 1024))).astype(np.float32)
+    y = np.full((m, 1024), np.nan, np.float32)
+    softmax_persistent[(2 * clusters,)](x, y)
+    expected = softmax_reference(x)
+    assert not np.isnan(y).any()
+    error = float(np.max(np.abs(y - expected) / expected))
+    assert error < 4e-6, error  # an exp of a difference, a sum of 1024 terms, a quotient
+    print(f"softmax_persistent m={m} clusters={clusters}: max relative error {error:.3g}")
 
 
 @pytest.mark.parametrize("n", [1, 2047, 2049, 1_000_003])

@@ -6,10 +6,11 @@ partial clusters is refused before it reaches the driver."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import pytest
-from support.cluster_programs import normalize_pairs
+from support.cluster_programs import normalize_pairs, softmax_persistent
 
 import tile_mlir.lang as tl
 from null.test_lang_launch import Driver, Tensor, fake, loaded  # noqa: F401 - the fake driver
@@ -73,6 +74,28 @@ def test_two_rows_a_cluster_meet_through_mailboxes() -> None:
     assert "barrier.cluster.arrive;" not in ptx
     assert ptx.count("st.async.shared::cluster") == 2 and "ld.shared::cluster" not in ptx
     assert ptx.count("mbarrier.test_wait.parity.acquire.cluster") == 2
+
+
+def test_a_loop_over_rows_reuses_its_mailboxes() -> None:
+    """A persistent kernel's reductions in its loop over rows meet through mailboxes of
+    two halves each (no cluster barrier in the loop, no read across the cluster): a post
+    and a wait per reduction, each wait on a parity computed from the iteration, thread
+    0 arming each mailbox's two mbarriers at the entry and one again per iteration, a
+    barrier of the CTA between an iteration's reads and the next one's posts."""
+    desc = tl.ArrayDesc("f32", (8, 1024))
+    ptx = softmax_persistent.compile([desc, desc], chip="sm_90").ptx["kernels"]
+    assert ptx.count("barrier.cluster.arrive.relaxed;") == 2
+    assert "barrier.cluster.arrive;" not in ptx
+    assert ptx.count("st.async.shared::cluster") == 2 and "ld.shared::cluster" not in ptx
+    waits = re.findall(r"mbarrier\.test_wait\.parity\.acquire\.cluster\.shared\.b64"
+                       r"\s+%p\d+, \[%rd\d+\], (\S+);", ptx)
+    assert len(waits) == 2 and all(w.startswith("%r") for w in waits), waits
+    assert ptx.count("mbarrier.init") == 4
+    assert ptx.count("mbarrier.arrive.expect_tx") == 6
+    # each reduction's barrier before it reads its warps' partials, the second one's
+    # also standing between the first one's reads and the next iteration; the last
+    # reduction's own after its reads
+    assert ptx.count("bar.sync") == 3
 
 
 def test_the_cluster_scope_needs_a_kernel_with_clusters() -> None:

@@ -65,6 +65,15 @@ def test_rms_norm_compiles(doc: ModuleType) -> None:
     doc.rms_norm.compile(doc.rms_norm.signature(*args, **kwargs))
 
 
+def test_the_persistent_softmax_meets_through_mailboxes(doc: ModuleType) -> None:
+    """The cluster section's loop over rows: its two reductions post (st.async) and wait
+    on mailboxes; no cluster barrier in its loop."""
+    desc = tl.ArrayDesc("f32", (8, 1024))
+    ptx = doc.softmax_rows.compile([desc, desc], chip="sm_90").ptx["kernels"]
+    assert ptx.count("st.async.shared::cluster") == 2
+    assert "barrier.cluster.arrive;" not in ptx and "ld.shared::cluster" not in ptx
+
+
 def test_the_programs_that_wait_say_so(doc: ModuleType) -> None:
     """The features the tutorial waits for are the lowering's to add: its IR of them is
     what the features' contracts describe."""

@@ -32,3 +32,30 @@ def normalize_pairs_reference(x: np.ndarray) -> np.ndarray:
     wide = x.astype(np.float64)
     quotient: np.ndarray = wide / wide.sum(axis=1, keepdims=True)
     return quotient
+
+
+@tl.kernel(threads=128, cluster=2)
+def softmax_persistent(x: Rows, y: Rows) -> None:
+    """A persistent cluster kernel: cluster c of K (the grid's CTAs / 2) takes rows c,
+    c + K, c + 2K, ...: softmax over rows of 1024, 256 threads of 4 floats a row. Its
+    max and sum meet across the 2 CTAs through mailboxes that a loop reuses (two halves
+    each, taken in turn); the rows of the loop's iterations are its own slices of x and
+    y, so tile-barriers puts no barrier across the loop's back edge."""
+    for row in tl.range(tl.block_id() // 2, x.shape[0], tl.num_blocks() // 2):
+        t = tl.alloc_reg((256, 4), tl.f32, "S[(256, 4):(1@tid, 1)]")
+        top = tl.alloc_reg((1, 1), tl.f32, "S[(1, 1)], R[256:1@tid]")
+        total = tl.alloc_reg((1, 1), tl.f32, "S[(1, 1)], R[256:1@tid]")
+        tl.cluster.copy(t, x[row].reshape((256, 4)))
+        tl.cluster.amax(top, t)
+        tl.cluster.sub(t, t, top)
+        tl.cluster.exp(t, t)
+        tl.cluster.sum(total, t)
+        tl.cluster.div(y[row].reshape((256, 4)), t, total)
+
+
+def softmax_reference(x: np.ndarray) -> np.ndarray:
+    """Softmax of each row, in float64."""
+    wide = x.astype(np.float64)
+    e = np.exp(wide - wide.max(axis=1, keepdims=True))
+    result: np.ndarray = e / e.sum(axis=1, keepdims=True)
+    return result

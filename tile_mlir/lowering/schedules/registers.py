@@ -17,16 +17,19 @@ again (a loop) with no other barrier between (reused_without_barrier).
 
 At cluster scope, reduced axes spread over the cluster's CTAs (CTA fields) take one more
 step, after each CTA's partial is made (its lanes and warps folded as above). Where
-every such reduction of the kernel runs once (it stands in the kernel's entry block) and
-folds the whole cluster with one partial per CTA, the partials go through mailboxes
-(support/mailbox.py): thread r of each CTA posts the CTA's partial into CTA r's shared
-memory (st.async, completing its bytes on CTA r's mbarrier); each CTA waits for its own
-and folds the C posts in rank order, so every thread of the cluster holds the same bits.
-No cluster barrier per reduction (a relaxed one at the entry, another after the last
-posts whose wait stands at the kernel's end), no read across the cluster. Otherwise (a
-reduction in a loop, kept axes over a CTA's threads, a kernel with a cluster barrier of
-its own) they go through barriers: each CTA's partial goes into a shared scratch of its
-own, written by one thread per kept coordinate; after a cluster barrier
+every such reduction of the kernel runs in step on every thread (it stands in the
+kernel's entry block, or in the body of a loop that does: a persistent kernel's loop over
+rows) and folds the whole cluster with one partial per CTA, the partials go through
+mailboxes (support/mailbox.py): thread r of each CTA posts the CTA's partial into CTA r's
+shared memory (st.async, completing its bytes on CTA r's mbarrier); each CTA waits for
+its own and folds the C posts in rank order, so every thread of the cluster holds the
+same bits. No cluster barrier per reduction (a relaxed one at the entry, another after
+the last posts whose wait stands at the kernel's end), no read across the cluster; in a
+loop, two mailboxes taken in turn and a barrier of the CTA between an iteration's reads
+and the next one's posts. Otherwise (a reduction in a nested loop or a branch, kept
+axes over a CTA's threads, a kernel with a cluster barrier of its own) they go through
+barriers: each CTA's partial goes into a shared scratch of its own, written by one
+thread per kept coordinate; after a cluster barrier
 (barrier.cluster.arrive/wait: release and acquire across the cluster) every thread reads
 the partial of every CTA it folds with from that CTA's shared memory
 (mapa.shared::cluster, ld.shared::cluster) and folds them in rank order. A second
@@ -328,6 +331,24 @@ def _through_mailboxes(op: _Local) -> None:
         return total
 
     _store_all(op, gather)
+    if _trailing_cta_barrier(info.op.operation):
+        sync.barrier("cta", block)
+
+
+def _trailing_cta_barrier(op: ir.Operation) -> bool:
+    """Does a reduction through mailboxes end with a barrier of the CTA? In a loop, one
+    must stand between this iteration's reads of its scratch and its mailbox's half and
+    the next iteration's writes and posts (support/mailbox.py): its own, unless a later op
+    of the loop's body is or has such a barrier."""
+    if mailbox.entry_loop(op) is None:
+        return False
+    after = False
+    for other in op.block.operations:
+        if other.operation == op:
+            after = True
+        elif after and _barrier_scope(other.operation) in ("cta", "cluster"):
+            return False
+    return True
 
 
 def _mailboxes(op: ir.Operation) -> bool:
@@ -359,7 +380,7 @@ def _posts(op: ir.Operation, info: OpInfo, plan: ThreadPlan) -> bool:
     """Can this reduction across CTAs use a mailbox (_mailboxes)?"""
     ctas, threads = info.cluster_ctas, info.block_threads
     return ctas is not None and threads is not None and threads >= ctas and \
-        mailbox.in_entry_block(op) and \
+        mailbox.runs_in_step(op) and \
         math.prod(f.extent for f in plan.ctas) == ctas and \
         math.prod(f.extent for f in (*plan.lanes, *plan.warps)) == threads
 
@@ -405,16 +426,21 @@ def _through_barriers(op: _Local) -> None:
 
 
 def _cluster_reduction_follows(op: ir.Operation) -> bool:
-    """Does a reduction across CTAs follow this one in its block?"""
-    after = False
-    for other in op.block.operations:
-        if other.operation == op:
-            after = True
-        elif after and other.operation.name == "tile.reduce":
-            found = _plan_of(other.operation)
-            if found is not None and found[1].ctas:
-                return True
-    return False
+    """Does a reduction across CTAs follow this one in its block (or, for one in a loop
+    of the entry block, after that loop)?"""
+    def follows(at: ir.Operation) -> bool:
+        after = False
+        for other in at.block.operations:
+            if other.operation == at:
+                after = True
+            elif after and other.operation.name == "tile.reduce":
+                found = _plan_of(other.operation)
+                if found is not None and found[1].ctas:
+                    return True
+        return False
+
+    loop = mailbox.entry_loop(op)
+    return follows(op) or (loop is not None and follows(loop))
 
 
 def _cluster_barrier_follows(op: ir.Operation) -> bool:
@@ -570,6 +596,8 @@ def _barrier_scope(other: ir.Operation) -> str | None:
     info, plan = found
     if plan.ctas and not _mailboxes(other):
         return "cluster"  # its last barrier
+    if plan.ctas and _trailing_cta_barrier(other):
+        return "cta"
     if not plan.warps:
         return None
     return "cta" if info.scope == "cluster" else info.scope

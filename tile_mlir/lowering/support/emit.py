@@ -96,13 +96,18 @@ def cluster_address(pointer: ir.Value, rank: ir.Value, element: ir.Type | None =
                     index: ir.Value | None = None) -> ir.Value:
     """The address in the cluster's shared window (!llvm.ptr<7>, mapa.shared::cluster)
     of a shared pointer of this CTA (element `index` past it) in the CTA of `rank`."""
-    i32 = ir.IntegerType.get_signless(32)
     if index is not None:
         assert element is not None
-        pointer = llvm.getelementptr(ir.Type.parse("!llvm.ptr<3>"), pointer,
-                                     [arith.index_cast(i32, index)], [_DYNAMIC_INDEX],
-                                     element, llvm.GEPNoWrapFlags.none)
-    return nvvm.mapa(ir.Type.parse("!llvm.ptr<7>"), pointer, arith.index_cast(i32, rank))
+        pointer = shared_element(pointer, element, index)
+    return nvvm.mapa(ir.Type.parse("!llvm.ptr<7>"), pointer,
+                     arith.index_cast(ir.IntegerType.get_signless(32), rank))
+
+
+def shared_element(pointer: ir.Value, element: ir.Type, index: ir.Value) -> ir.Value:
+    """The shared pointer (!llvm.ptr<3>) `index` elements of `element` past `pointer`."""
+    return llvm.getelementptr(ir.Type.parse("!llvm.ptr<3>"), pointer,
+                              [arith.index_cast(ir.IntegerType.get_signless(32), index)],
+                              [_DYNAMIC_INDEX], element, llvm.GEPNoWrapFlags.none)
 
 
 def scope_thread_index(scope: str, block: Sequence[int] | None) -> ir.Value:

@@ -40,9 +40,24 @@ mbarrier (the store and arrive.release form had none; an arrive.release after ea
 st.async, tried for racecheck's sake, cost what that form did, softmax bf16 rows of 2^18
 2.79 -> 2.44 TB/s, and left the warnings).
 
-Each mbarrier is used for one phase, so a mailbox serves a reduction that runs once per
-launch: registers.py uses mailboxes where every reduction across CTAs of the kernel
-stands in the kernel's entry block (no loop, no branch around it) and the kernel has no
+A reduction that runs once per launch (it stands in the kernel's entry block) uses its
+mbarrier for one phase. A reduction in the body of a loop that stands in the entry block
+(a persistent kernel's loop over rows: every CTA of the cluster runs the same
+iterations) takes two mailboxes and two mbarriers, iteration k using half k % 2 and
+waiting for the phase of parity (k / 2) % 2 of its mbarrier; after its wait, thread 0
+arrives again on that mbarrier, expecting the bytes of the posts of iteration k + 2.
+Why two halves: a CTA can finish iteration k (every post into it arrived) and post
+iteration k + 1's partials into a peer whose iteration-k posts from a third CTA are still
+on their way; with one mbarrier those bytes could complete the peer's phase k early.
+Posts for iteration k + 2 into a CTA come only after that CTA's own posts of iteration
+k + 1 (its peers wait for them first), which come after its iteration-k reads: the
+reduction ends with a barrier of the CTA in a loop (registers.py), so every thread of
+the CTA has read its half (and the CTA's scratch) before any of them posts again. Such a
+post may reach the mbarrier before thread 0's arrive that expects it: its bytes count
+down the phase's tx-count below zero, and the phase cannot complete without that arrive.
+
+registers.py uses mailboxes where every reduction across CTAs of the kernel stands so
+(in the entry block, or in such a loop's body; no branch around it) and the kernel has no
 other cluster barrier (the relaxed arrive at the entry must be the only one before the
 wait).
 """
@@ -60,6 +75,7 @@ from tile_mlir.lowering.support.emit import (
     const,
     const_index,
     linear_thread_id,
+    shared_element,
     shared_pointer,
 )
 from tile_mlir.lowering.support.sync import CLUSTER_WAIT
@@ -107,39 +123,77 @@ def in_entry_block(op: ir.Operation) -> bool:
     return enclosing(op, "gpu.func") is not None and op.block == entry_block(op)
 
 
+def entry_loop(op: ir.Operation) -> ir.Operation | None:
+    """The scf.for whose body holds the op, where that loop stands in the kernel's entry
+    block (None otherwise)."""
+    parent = op.parent
+    if parent is None or parent.name != "scf.for":
+        return None
+    loop = parent.operation if isinstance(parent, ir.OpView) else parent
+    return loop if in_entry_block(loop) else None
+
+
+def runs_in_step(op: ir.Operation) -> bool:
+    """Does every thread of the kernel run the op the same number of times, in step: once
+    (in the entry block) or once an iteration of a loop of the entry block? (A mailbox
+    serves such a reduction.)"""
+    return in_entry_block(op) or entry_loop(op) is not None
+
+
+def outermost(op: ir.Operation) -> ir.Operation:
+    """The op, or the loop of the entry block that holds it: what stands in the entry
+    block for it."""
+    return entry_loop(op) or op
+
+
 class Mailbox:
     """One reduction's mailbox: `slots` accumulators of type `element` per CTA of a
-    cluster of `ctas`, and its mbarrier, initialized at the kernel's entry."""
+    cluster of `ctas`, and its mbarrier, initialized at the kernel's entry; two of each
+    (halves) for a reduction in a loop of the entry block (the module's docstring)."""
 
     def __init__(self, op: ir.Operation, element: ir.Type, slots: int, ctas: int,
                  block: tuple[int, int, int]):
         self.element = element
         self.words = _words(element)
-        self.buffer = shared_scratch(op, "__tile_mailbox", element, slots * ctas)
+        self.size = slots * ctas
+        loop = entry_loop(op)
+        halves = 1 if loop is None else 2
+        self.buffer = shared_scratch(op, "__tile_mailbox", element, self.size * halves)
         self.slots = shared_pointer(self.buffer)
-        self.barrier = self._initialize(op, block, 4 * _sent(self.words) * slots * ctas)
+        self.expected = 4 * _sent(self.words) * self.size
+        barriers = self._initialize(op, block, halves)
+        self.leader = arith.cmpi(arith.CmpIPredicate.eq, linear_thread_id(block),
+                                 const_index(0))
+        self.half: ir.Value | None = None
+        self.parity = const(_i32(), 0)
+        self.barrier = barriers
+        if loop is not None:
+            self.half, self.parity = _iteration(loop)
+            self.barrier = shared_element(barriers, ir.IntegerType.get_signless(64), self.half)
 
-    def _initialize(self, op: ir.Operation, block: tuple[int, int, int], expected: int
+    def _initialize(self, op: ir.Operation, block: tuple[int, int, int], halves: int
                     ) -> ir.Value:
-        """The mbarrier, made at the entry after the allocas (which must stay in LLVM's
+        """The mbarriers, made at the entry after the allocas (which must stay in LLVM's
         entry block, which the branch here splits, to be promoted to registers): thread 0
-        initializes it for one arrival, its own, which says how many bytes the posts
-        bring (`expected`), before the fence and the relaxed cluster arrive that the
-        first mailbox of the kernel puts there. Returns its pointer (the entry dominates
-        the op, which stands in the entry block too)."""
+        initializes each for one arrival, its own, which says how many bytes the posts
+        bring, before the fence and the relaxed cluster arrive that the first mailbox of
+        the kernel puts there. Returns the first one's pointer (the entry dominates the
+        op)."""
         entry = entry_block(op)
         first = next((o for o in entry.operations if o.operation.name == ARRIVE_RELAXED
                       and MARK not in o.operation.attributes), None)
         at = next(o for o in entry.operations if o.operation.name != "memref.alloca")
         with ir.InsertionPoint(at):
             i64 = ir.IntegerType.get_signless(64)
-            pointer = shared_pointer(shared_scratch(op, "__tile_mailbox_barrier", i64, 1))
+            pointer = shared_pointer(shared_scratch(op, "__tile_mailbox_barrier", i64, halves))
             leader = arith.cmpi(arith.CmpIPredicate.eq, linear_thread_id(block),
                                 const_index(0))
 
             def initialize() -> None:
-                nvvm.mbarrier_init(pointer, const(_i32(), 1))
-                nvvm.mbarrier_arrive_expect_tx(None, pointer, const(_i32(), expected))
+                for half in range(halves):
+                    barrier = shared_element(pointer, i64, const_index(half)) if half else pointer
+                    nvvm.mbarrier_init(barrier, const(_i32(), 1))
+                    nvvm.mbarrier_arrive_expect_tx(None, barrier, const(_i32(), self.expected))
 
             # a branch, not the op's predicate (which the translation to LLVM IR drops
             # unless convert-nvvm-to-llvm has run)
@@ -149,6 +203,12 @@ class Mailbox:
                 nvvm.cluster_arrive_relaxed()
         return pointer
 
+    def _slot(self, index: ir.Value) -> ir.Value:
+        """A slot's index in this iteration's half."""
+        if self.half is None:
+            return index
+        return arith.addi(arith.muli(self.half, const_index(self.size)), index)
+
     def post(self, value: ir.Value, index: ir.Value, rank: ir.Value) -> None:
         """Write `value` into slot `index` of the mailbox of the CTA of `rank`: one
         st.async of its words (a tuple of three padded to four), which completes their
@@ -156,7 +216,7 @@ class Mailbox:
         words = [value] if self.words == 1 else \
             [llvm.extractelement(value, const(_i32(), k)) for k in range(self.words)]
         words += [words[-1]] * (_sent(self.words) - self.words)
-        address = cluster_address(self.slots, rank, self.element, index)
+        address = cluster_address(self.slots, rank, self.element, self._slot(index))
         barrier = cluster_address(self.barrier, rank)
         vec = f".v{len(words)}" if len(words) > 1 else ""
         operands = ", ".join(f"${k + 1}" for k in range(len(words)))
@@ -166,35 +226,53 @@ class Mailbox:
                         ",".join(["l", *"r" * len(words), "l"]), has_side_effects=True)
 
     def wait(self) -> None:
-        """Until every post into this CTA's mailbox has arrived (its mbarrier's first
-        phase: the posts' bytes all complete), acquiring them."""
+        """Until every post into this CTA's mailbox has arrived (its mbarrier's phase:
+        the posts' bytes all complete), acquiring them; in a loop, thread 0 then arrives
+        again, expecting the bytes of this half's next use."""
         loop = scf.WhileOp([], [])
         before = loop.before.blocks.append()
         with ir.InsertionPoint(before):
             done = nvvm.mbarrier_test_wait(ir.IntegerType.get_signless(1), self.barrier,
-                                           const(_i32(), 0), scope=_cluster_scope())
+                                           self.parity, scope=_cluster_scope())
             pending = arith.xori(done, const(ir.IntegerType.get_signless(1), 1))
             scf.ConditionOp(pending, [])
         after = loop.after.blocks.append()
         with ir.InsertionPoint(after):
             scf.YieldOp([])
+        if self.half is not None:
+            tails.when(self.leader, lambda: nvvm.mbarrier_arrive_expect_tx(
+                None, self.barrier, const(_i32(), self.expected)))
 
     def read(self, index: ir.Value) -> ir.Value:
         """Slot `index` of this CTA's own mailbox."""
-        return memref.load(self.buffer, [index])
+        return memref.load(self.buffer, [self._slot(index)])
+
+
+def _iteration(loop: ir.Operation) -> tuple[ir.Value, ir.Value]:
+    """For the iteration k of an scf.for now running: (k % 2, an index: the half) and
+    ((k / 2) % 2, an i32: the parity of the phase it waits for)."""
+    lower, _, step = loop.operands[:3]
+    iv = loop.regions[0].blocks[0].arguments[0]
+    k = arith.divui(arith.subi(iv, lower), step)
+    half = arith.andi(k, const_index(1))
+    parity = arith.andi(arith.shrui(k, const_index(1)), const_index(1))
+    return half, arith.index_cast(_i32(), parity)
 
 
 def open_mailboxes(op: ir.Operation) -> None:
     """Before the first mailbox write of the kernel: the cluster wait that pairs with the
     entry's relaxed arrive (every CTA's mbarriers are initialized past it). Put before the
-    op unless a wait already stands in the entry block before it."""
+    op (before its loop, for one in a loop) unless a wait already stands in the entry
+    block before it."""
     entry = entry_block(op)
+    at = outermost(op)
     for other in entry.operations:
-        if other.operation == op:
+        if other.operation == at:
             break
         if other.operation.name == CLUSTER_WAIT:
             return
-    nvvm.cluster_wait()
+    with ir.InsertionPoint(at):
+        nvvm.cluster_wait()
 
 
 def close_mailboxes(op: ir.Operation) -> None:
@@ -210,7 +288,14 @@ def close_mailboxes(op: ir.Operation) -> None:
     2.83 -> 3.00, f32 2^18 2.85 -> 3.00; RMSNorm bf16 2^18 2.70 -> 2.85, f32 2^18 2.70 ->
     2.76; the fused add bf16 2^18 2.82 -> 2.89; layer norm within 1% (bf16) or 1-3%
     faster (f32). Dropping the barrier was no faster than the relaxed one."""
-    arrive = nvvm.cluster_arrive_relaxed()
+    loop = entry_loop(op)
+    if loop is None:
+        arrive = nvvm.cluster_arrive_relaxed()
+    else:  # after the loop
+        following = list(loop.block.operations)
+        after = following[[o.operation for o in following].index(loop) + 1]
+        with ir.InsertionPoint(after), loop.location:
+            arrive = nvvm.cluster_arrive_relaxed()
     arrive.operation.attributes[MARK] = ir.UnitAttr.get()
     entry = entry_block(op)
     terminator = list(entry.operations)[-1]
