@@ -11,6 +11,8 @@ from typing import Annotated, Any
 import numpy as np
 import pytest
 from support.cluster_programs import (
+    center_then_normalize,
+    center_then_normalize_reference,
     normalize_pairs,
     normalize_pairs_reference,
     softmax_persistent,
@@ -184,6 +186,25 @@ def test_a_persistent_cluster_kernel(m: int, clusters: int, rng: np.random.Gener
     error = float(np.max(np.abs(y - expected) / expected))
     assert error < 4e-6, error  # an exp of a difference, a sum of 1024 terms, a quotient
     print(f"softmax_persistent m={m} clusters={clusters}: max relative error {error:.3g}")
+
+
+@pytest.mark.parametrize(("m", "clusters"), [(2, 2), (9, 4), (100, 3)])
+def test_a_reduction_then_a_loop_of_them(m: int, clusters: int,
+                                         rng: np.random.Generator) -> None:
+    """A cluster reduction in the entry block, then one in a loop over the rest of the
+    rows (mailboxes of one half, then of two, closed once): every element written, each
+    within f32's rounding of float64 (the centered rows against their own scale)."""
+    x = rng.uniform(0.5, 1.5, (m, 1024)).astype(np.float32)
+    y = np.full((m, 1024), np.nan, np.float32)
+    center_then_normalize[(2 * clusters,)](x, y)
+    expected = center_then_normalize_reference(x, clusters)
+    assert not np.isnan(y).any()
+    centered = float(np.max(np.abs(y[:clusters] - expected[:clusters])))
+    assert centered < 1e-6, centered  # x - mean, x near 1: a few ulps of 1
+    error = float(np.max(np.abs(y[clusters:] - expected[clusters:]) / expected[clusters:])) \
+        if m > clusters else 0.0
+    assert error < 2e-6, error
+    print(f"center_then_normalize m={m} clusters={clusters}: {centered:.3g}, {error:.3g}")
 
 
 @pytest.mark.parametrize("n", [1, 2047, 2049, 1_000_003])

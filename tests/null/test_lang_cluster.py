@@ -10,7 +10,7 @@ import re
 from typing import Annotated
 
 import pytest
-from support.cluster_programs import normalize_pairs, softmax_persistent
+from support.cluster_programs import center_then_normalize, normalize_pairs, softmax_persistent
 
 import tile_mlir.lang as tl
 from null.test_lang_launch import Driver, Tensor, fake, loaded  # noqa: F401 - the fake driver
@@ -96,6 +96,19 @@ def test_a_loop_over_rows_reuses_its_mailboxes() -> None:
     # also standing between the first one's reads and the next iteration; the last
     # reduction's own after its reads
     assert ptx.count("bar.sync") == 3
+
+
+def test_a_reduction_before_a_loop_of_them_closes_the_mailboxes_once() -> None:
+    """A reduction in the entry block, then one in a loop after it: both through
+    mailboxes (one half, then two), and the relaxed arrive that closes them only once,
+    after the loop (two arrives with no wait between would be undefined)."""
+    desc = tl.ArrayDesc("f32", (8, 1024))
+    ptx = center_then_normalize.compile([desc, desc], chip="sm_90").ptx["kernels"]
+    assert ptx.count("barrier.cluster.arrive.relaxed;") == 2
+    assert ptx.count("barrier.cluster.wait;") == 2
+    assert "barrier.cluster.arrive;" not in ptx
+    assert ptx.count("st.async.shared::cluster") == 2
+    assert ptx.count("mbarrier.init") == 3
 
 
 def test_the_cluster_scope_needs_a_kernel_with_clusters() -> None:

@@ -59,3 +59,33 @@ def softmax_reference(x: np.ndarray) -> np.ndarray:
     e = np.exp(wide - wide.max(axis=1, keepdims=True))
     result: np.ndarray = e / e.sum(axis=1, keepdims=True)
     return result
+
+
+@tl.kernel(threads=128, cluster=2)
+def center_then_normalize(x: Rows, y: Rows) -> None:
+    """Rows of 1024 on clusters of 2 CTAs: the kernel's first row centered by its mean
+    (a reduction in the entry block, written to y[0]), then every other row of the
+    cluster's stride divided by its sum (a reduction in a loop): both meet through
+    mailboxes, closed once after the loop."""
+    first = tl.block_id() // 2
+    t = tl.alloc_reg((256, 4), tl.f32, "S[(256, 4):(1@tid, 1)]")
+    mean = tl.alloc_reg((1, 1), tl.f32, "S[(1, 1)], R[256:1@tid]")
+    tl.cluster.copy(t, x[first].reshape((256, 4)))
+    tl.cluster.sum(mean, t, scale=1.0 / 1024)
+    tl.cluster.sub(y[first].reshape((256, 4)), t, mean)
+    clusters = tl.num_blocks() // 2
+    for row in tl.range(first + clusters, x.shape[0], clusters):
+        r = tl.alloc_reg((256, 4), tl.f32, "S[(256, 4):(1@tid, 1)]")
+        s = tl.alloc_reg((1, 1), tl.f32, "S[(1, 1)], R[256:1@tid]")
+        tl.cluster.copy(r, x[row].reshape((256, 4)))
+        tl.cluster.sum(s, r)
+        tl.cluster.div(y[row].reshape((256, 4)), r, s)
+
+
+def center_then_normalize_reference(x: np.ndarray, clusters: int) -> np.ndarray:
+    """Rows 0..clusters-1 minus their means, the others divided by their sums, in
+    float64."""
+    wide = x.astype(np.float64)
+    result: np.ndarray = wide / wide.sum(axis=1, keepdims=True)
+    result[:clusters] = wide[:clusters] - wide[:clusters].mean(axis=1, keepdims=True)
+    return result

@@ -426,21 +426,36 @@ def _through_barriers(op: _Local) -> None:
 
 
 def _cluster_reduction_follows(op: ir.Operation) -> bool:
-    """Does a reduction across CTAs follow this one in its block (or, for one in a loop
-    of the entry block, after that loop)?"""
+    """Does a reduction across CTAs follow this one in its block, or in an op after it
+    there (a loop's body), or, for one in a loop of the entry block, after that loop?"""
+    def across(other: ir.Operation) -> bool:
+        found = _plan_of(other) if other.name == "tile.reduce" else None
+        return found is not None and bool(found[1].ctas)
+
     def follows(at: ir.Operation) -> bool:
         after = False
         for other in at.block.operations:
             if other.operation == at:
                 after = True
-            elif after and other.operation.name == "tile.reduce":
-                found = _plan_of(other.operation)
-                if found is not None and found[1].ctas:
-                    return True
+            elif after and _contains(other.operation, across):
+                return True
         return False
 
     loop = mailbox.entry_loop(op)
     return follows(op) or (loop is not None and follows(loop))
+
+
+def _contains(op: ir.Operation, test: Callable[[ir.Operation], bool]) -> bool:
+    """Does `test` hold for the op or an op nested in it?"""
+    found = False
+
+    def visit(other: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        found = test(other)
+        return ir.WalkResult.INTERRUPT if found else ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
 
 
 def _cluster_barrier_follows(op: ir.Operation) -> bool:
