@@ -63,10 +63,10 @@ def softmax_reference(x: np.ndarray) -> np.ndarray:
 
 @tl.kernel(threads=128, cluster=2)
 def center_then_normalize(x: Rows, y: Rows) -> None:
-    """Rows of 1024 on clusters of 2 CTAs: the kernel's first row centered by its mean
-    (a reduction in the entry block, written to y[0]), then every other row of the
-    cluster's stride divided by its sum (a reduction in a loop): both meet through
-    mailboxes, closed once after the loop."""
+    """Rows of 1024 on K clusters of 2 CTAs (M >= K): cluster c centers row c by its
+    mean (a reduction in the entry block), then divides rows c + K, c + 2K, ... by their
+    sums (a reduction in a loop): both meet through mailboxes, closed once after the
+    loop."""
     first = tl.block_id() // 2
     t = tl.alloc_reg((256, 4), tl.f32, "S[(256, 4):(1@tid, 1)]")
     mean = tl.alloc_reg((1, 1), tl.f32, "S[(1, 1)], R[256:1@tid]")
