@@ -340,40 +340,27 @@ def _trailing_cta_barrier(op: ir.Operation) -> bool:
     must stand between this iteration's reads of its scratch and its mailbox's half and
     the next iteration's writes and posts (support/mailbox.py): its own, unless a later op
     of the loop's body is or has such a barrier."""
-    if mailbox.entry_loop(op) is None:
-        return False
-    after = False
-    for other in op.block.operations:
-        if other.operation == op:
-            after = True
-        elif after and _barrier_scope(other.operation) in ("cta", "cluster"):
-            return False
-    return True
+    return mailbox.entry_loop(op) is not None and \
+        not any(_barrier_scope(other) in ("cta", "cluster") for other in _later(op))
 
 
 def _mailboxes(op: ir.Operation) -> bool:
-    """Do the kernel's reductions across CTAs meet through mailboxes? Where each stands
-    in the kernel's entry block (it runs once: a mailbox's mbarrier serves one phase),
-    folds the whole cluster with one partial per CTA (every thread of a CTA in it, a
-    thread per CTA to post it) and the kernel has no cluster barrier of its own (the
-    mailboxes' relaxed arrive at the entry pairs with their first wait); else all meet
-    through barriers."""
+    """Do the kernel's reductions across CTAs meet through mailboxes? Where each runs in
+    step on every thread (it stands in the kernel's entry block, or in the body of a loop
+    that does: mailbox.runs_in_step), folds the whole cluster with one partial per CTA
+    (every thread of a CTA in it, a thread per CTA to post it) and the kernel has no
+    cluster barrier of its own (the mailboxes' relaxed arrive at the entry pairs with
+    their first wait); else all meet through barriers."""
     kernel = enclosing(op, "gpu.func")
     assert kernel is not None
-    usable = True
 
-    def visit(other: ir.Operation) -> ir.WalkResult:
-        nonlocal usable
+    def refuses(other: ir.Operation) -> bool:
         if other.name == "nvvm.cluster.arrive":  # the mailboxes' own arrives are relaxed
-            usable = False
-        elif other.name == "tile.reduce":
-            found = _plan_of(other)
-            if found is not None and found[1].ctas and not _posts(other, *found):
-                usable = False
-        return ir.WalkResult.INTERRUPT if not usable else ir.WalkResult.ADVANCE
+            return True
+        found = _plan_of(other) if other.name == "tile.reduce" else None
+        return found is not None and bool(found[1].ctas) and not _posts(other, *found)
 
-    kernel.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return usable
+    return not _contains(kernel.operation, refuses)
 
 
 def _posts(op: ir.Operation, info: OpInfo, plan: ThreadPlan) -> bool:
@@ -433,16 +420,16 @@ def _cluster_reduction_follows(op: ir.Operation) -> bool:
         return found is not None and bool(found[1].ctas)
 
     def follows(at: ir.Operation) -> bool:
-        after = False
-        for other in at.block.operations:
-            if other.operation == at:
-                after = True
-            elif after and _contains(other.operation, across):
-                return True
-        return False
+        return any(_contains(other, across) for other in _later(at))
 
     loop = mailbox.entry_loop(op)
     return follows(op) or (loop is not None and follows(loop))
+
+
+def _later(op: ir.Operation) -> list[ir.Operation]:
+    """The ops after `op` in its block."""
+    ops = [other.operation for other in op.block.operations]
+    return ops[ops.index(op) + 1:]
 
 
 def _contains(op: ir.Operation, test: Callable[[ir.Operation], bool]) -> bool:
@@ -463,13 +450,7 @@ def _cluster_barrier_follows(op: ir.Operation) -> bool:
     reduction across the cluster's CTAs, which has one before it reads)? Then that
     barrier keeps every CTA's scratch alive until its readers are done (no CTA passes
     it before all have read, none exits before it) and this op needs no trailing one."""
-    after = False
-    for other in op.block.operations:
-        if other.operation == op:
-            after = True
-        elif after and _barrier_scope(other.operation) == "cluster":
-            return True
-    return False
+    return any(_barrier_scope(other) == "cluster" for other in _later(op))
 
 
 def _root_rank(op: _Local, cta_threads: int) -> ir.Value:

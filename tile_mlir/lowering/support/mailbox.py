@@ -161,9 +161,7 @@ class Mailbox:
         self.buffer = shared_scratch(op, "__tile_mailbox", element, self.size * halves)
         self.slots = shared_pointer(self.buffer)
         self.expected = 4 * _sent(self.words) * self.size
-        barriers = self._initialize(op, block, halves)
-        self.leader = arith.cmpi(arith.CmpIPredicate.eq, linear_thread_id(block),
-                                 const_index(0))
+        barriers, self.leader = self._initialize(op, block, halves)
         self.half: ir.Value | None = None
         self.parity = const(_i32(), 0)
         self.barrier = barriers
@@ -172,13 +170,13 @@ class Mailbox:
             self.barrier = shared_element(barriers, ir.IntegerType.get_signless(64), self.half)
 
     def _initialize(self, op: ir.Operation, block: tuple[int, int, int], halves: int
-                    ) -> ir.Value:
+                    ) -> tuple[ir.Value, ir.Value]:
         """The mbarriers, made at the entry after the allocas (which must stay in LLVM's
         entry block, which the branch here splits, to be promoted to registers): thread 0
         initializes each for one arrival, its own, which says how many bytes the posts
         bring, before the fence and the relaxed cluster arrive that the first mailbox of
-        the kernel puts there. Returns the first one's pointer (the entry dominates the
-        op)."""
+        the kernel puts there. Returns the first one's pointer and thread 0's predicate
+        (the entry dominates the op)."""
         entry = entry_block(op)
         first = next((o for o in entry.operations if o.operation.name == ARRIVE_RELAXED
                       and MARK not in o.operation.attributes), None)
@@ -201,7 +199,7 @@ class Mailbox:
             if first is None:
                 nvvm.fence_mbarrier_init()
                 nvvm.cluster_arrive_relaxed()
-        return pointer
+        return pointer, leader
 
     def _slot(self, index: ir.Value) -> ir.Value:
         """A slot's index in this iteration's half."""
@@ -291,10 +289,8 @@ def close_mailboxes(op: ir.Operation) -> None:
     loop = entry_loop(op)
     if loop is None:
         arrive = nvvm.cluster_arrive_relaxed()
-    else:  # after the loop
-        following = list(loop.block.operations)
-        after = following[[o.operation for o in following].index(loop) + 1]
-        with ir.InsertionPoint(after), loop.location:
+    else:
+        with ir.InsertionPoint.after(loop), loop.location:
             arrive = nvvm.cluster_arrive_relaxed()
     arrive.operation.attributes[MARK] = ir.UnitAttr.get()
     entry = entry_block(op)
