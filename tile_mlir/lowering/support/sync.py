@@ -84,19 +84,16 @@ def _iteration_slice(value: ir.Value, block: ir.Block) -> tuple[ir.Value, int] |
         return None
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
     induction = block.arguments[0]
-    for _ in range(64):
-        owner = defining_op(value)
-        if owner is None or owner.name not in CONTAINED or owner.block != block:
-            return None
-        value = owner.operands[0]
-        if owner.name != "memref.subview" or not _outside(value, loop):
+    for owner in _subviews(value):
+        # views made outside the body never lead back into it
+        if owner.block != block or not _outside(owner.operands[0], loop):
             continue
         offsets = list(ir.DenseI64ArrayAttr(owner.attributes["static_offsets"]))
         sizes = list(ir.DenseI64ArrayAttr(owner.attributes["static_sizes"]))
         for dim, offset in enumerate(offsets):
             if offset == dynamic and sizes[dim] == 1 and \
                     dynamic_operand(owner, 1, "static_offsets", dim) == induction:
-                return value, dim
+                return owner.operands[0], dim
     return None
 
 
@@ -179,17 +176,23 @@ def _window(op: ir.Operation, bound: tuple[int, ...] | None = None) -> Window:
     return op.operands[0], tuple(dims)
 
 
-def _windows(value: ir.Value, bound: tuple[int, ...] | None = None) -> tuple[Window, ...]:
-    """The subviews an operand lies in, from its own outwards (`bound` clips its own)."""
-    found: list[Window] = []
+def _subviews(value: ir.Value) -> list[ir.Operation]:
+    """The memref.subviews a view lies in (through CONTAINED views), from its own
+    outwards."""
+    found = []
     for _ in range(64):
         op = defining_op(value)
         if op is None or op.name not in CONTAINED:
             break
         if op.name == "memref.subview":
-            found.append(_window(op, bound if not found else None))
+            found.append(op)
         value = op.operands[0]
-    return tuple(found)
+    return found
+
+
+def _windows(value: ir.Value, bound: tuple[int, ...] | None = None) -> tuple[Window, ...]:
+    """The subviews an operand lies in, from its own outwards (`bound` clips its own)."""
+    return tuple(_window(op, bound if not k else None) for k, op in enumerate(_subviews(value)))
 
 
 def _anchor(op: ir.Operation) -> TileLayout | None:
