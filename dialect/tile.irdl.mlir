@@ -124,6 +124,19 @@ irdl.dialect @tile {
     irdl.attributes {"kind" = %kind, "scope" = %scope}
   }
 
+  // A hint: src's elements will be read soon; bring the cache lines that hold
+  // them into L2. Nothing is written and nothing waits: the program means the
+  // same without it. src is in global memory, of any shape and strides; where it
+  // is empty (a dynamic extent of 0, say a row past the end) nothing is fetched.
+  // The scope's threads share the lines.
+  //   "tile.prefetch"(%src) {scope = "cluster"} : (memref<1x?xbf16, strided<..>>) -> ()
+  irdl.operation @prefetch {
+    %src = irdl.base "!builtin.memref"
+    %scope = irdl.base "#builtin.string"
+    irdl.operands(src: %src)
+    irdl.attributes {"scope" = %scope}
+  }
+
   // A shared-memory or register buffer that carries a layout. Its memref
   // type is the logical tile; the layout says where each element lives.
   //   %s = "tile.alloc"() {layout = #tile.layout<"S[(32, 32)]">}

@@ -212,3 +212,14 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+gpu.module @m {
+  gpu.func @shared(%x: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %s = memref.alloca() : memref<64xf32, #gpu.address_space<workgroup>>
+    // expected-error@+1 {{prefetches a tile in shared memory: only global memory goes through the L2 cache}}
+    "tile.prefetch"(%s) {scope = "cta"} : (memref<64xf32, #gpu.address_space<workgroup>>) -> ()
+    gpu.return
+  }
+}

@@ -157,6 +157,31 @@ def test_a_loop_over_tiles_with_a_tail(n: int, rng: np.random.Generator) -> None
     assert np.array_equal(y, 2 * x)
 
 
+@tl.kernel(threads=64, cluster=2)
+def copy_rows_prefetching(x: Annotated[tl.Tensor, "T", ("M", "N")],
+                          y: Annotated[tl.Tensor, "T", ("M", "N")], AHEAD: tl.constexpr) -> None:
+    """Row b of y <- row b of x, a cluster's 128 threads taking it in 16-byte vectors, after
+    prefetching the row AHEAD rows on (the last row past the end) and a strided view."""
+    row = tl.block_id() // 2
+    tl.cluster.prefetch(x[tl.minimum(row + AHEAD, x.shape[0] - 1)])
+    tl.cluster.prefetch(x[row:row + 1, ::3])  # strided: an element a prefetch
+    tl.cluster.copy(y[row], x[row])
+
+
+@pytest.mark.parametrize(("m", "n", "dtype", "ahead"),
+                         [(1, 8, "float32", 1), (37, 1000, "float32", 3),
+                          (300, 4099, "float16", 32), (5, 65536, "float16", 2)])
+def test_prefetching_leaves_the_data_alone(m: int, n: int, dtype: str, ahead: int,
+                                           rng: np.random.Generator) -> None:
+    """tile.prefetch writes nothing and faults on nothing: rows of odd lengths (a partial
+    last round of vectors), the row ahead clamped to the last, every element of y copied
+    exactly from x over a poisoned y."""
+    x = rng.standard_normal((m, n)).astype(dtype)
+    y = np.full((m, n), np.nan, dtype)
+    copy_rows_prefetching[(2 * m,)](x, y, AHEAD=ahead)
+    assert np.array_equal(y, x)
+
+
 @pytest.mark.parametrize("m", [2, 10, 264])
 def test_two_rows_a_cluster(m: int, rng: np.random.Generator) -> None:
     """Rows 2k and 2k + 1 of each cluster of 2 CTAs, normalized by their sums with no

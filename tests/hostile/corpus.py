@@ -82,6 +82,7 @@ def _templates(seed: int) -> dict[str, Kernel]:
         "tile.elementwise": grammar.elementwise_kernel(_rng(seed, "template", 1), add),
         "tile.reduce": grammar.reduce_kernel(_rng(seed, "template", 2)),
         "tile.alloc": grammar.register_kernel(_rng(seed, "template", 3)),
+        "tile.prefetch": grammar.shared_kernel(_rng(seed, "template", 4)),
     }
 
 
@@ -99,7 +100,8 @@ def attributes(seed: int) -> Iterator[tuple[str, str]]:
 
 
 def extents(seed: int) -> Iterator[tuple[str, str]]:
-    for op_name in ("tile.copy", "tile.elementwise", "tile.reduce", "tile.alloc"):
+    for op_name in ("tile.copy", "tile.elementwise", "tile.reduce", "tile.prefetch",
+                    "tile.alloc"):
         for position in range(3):
             for extent in grammar.HOSTILE_EXTENTS:
                 kernel = _templates(seed)[op_name]
@@ -133,7 +135,7 @@ def blocks(seed: int) -> Iterator[tuple[str, str]]:
 
 
 def names(seed: int) -> Iterator[tuple[str, str]]:
-    for op_name in ("tile.copy", "tile.elementwise", "tile.reduce"):
+    for op_name in ("tile.copy", "tile.elementwise", "tile.reduce", "tile.prefetch"):
         for scope in (*grammar.SCOPES, *grammar.ODD_SCOPES):
             kernel = _templates(seed)[op_name]
             _first(kernel, op_name).attrs["scope"] = f'"{scope}"'
@@ -153,7 +155,7 @@ def names(seed: int) -> Iterator[tuple[str, str]]:
 
 
 def operands(seed: int) -> Iterator[tuple[str, str]]:
-    for op_name in ("tile.copy", "tile.elementwise", "tile.reduce"):
+    for op_name in ("tile.copy", "tile.elementwise", "tile.reduce", "tile.prefetch"):
         count = len(_first(_templates(seed)[op_name], op_name).operands)
         for i in range(count + 1):
             kernel = _templates(seed)[op_name]

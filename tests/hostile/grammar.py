@@ -1,7 +1,7 @@
 """Tile kernels from the dialect's grammar (dialect/tile.irdl.mlir), and ways to break them.
 
 A `Kernel` is a small model of one gpu.func holding tile ops: its arguments,
-its ops (tile.alloc, tile.copy, tile.elementwise, tile.reduce) with their
+its ops (tile.alloc, tile.copy, tile.elementwise, tile.reduce, tile.prefetch) with their
 attributes as IR text, its attributes (known_block_size) and what encloses
 it. `valid_kernel` builds one that should compile (one of a few templates:
 global, shared and register operands, every elementwise op of the registry,
@@ -48,10 +48,11 @@ OP_ATTRIBUTES = {
     "tile.elementwise": ("op", "scope", "variant", "operandSegmentSizes", "vector_bytes", "stage",
                          "expr"),
     "tile.reduce": ("kind", "scope", "axes", "accum", "scale", "variant"),
+    "tile.prefetch": ("scope", "variant"),
     "tile.alloc": ("layout",),
 }
 VARIANTS = ("gmem", "lut", "smem", "reg", "reg_mem", "mem", "gmem_smem", "shared", "local", "columns",
-            "bogus", "")
+            "vectors", "bogus", "")
 UNARY = ("exp", "sqrt", "neg", "relu", "gelu", "silu", "abs", "tanh", "sigmoid", "copy")
 BINARY = ("add", "sub", "mul", "maximum", "minimum", "div")
 ODD_EXPRS = ('["add(%0, %1) : f32"]', '["exp($0) : f32"]', '["add(%9, %1) : f32"]',
@@ -237,7 +238,8 @@ def elementwise_kernel(rng: random.Random, row: op_table.EwOp | None = None) -> 
 
 
 def shared_kernel(rng: random.Random) -> Kernel:
-    """Seed 000's shape: copy into shared memory, an elementwise op there, copy back."""
+    """Seed 000's shape: copy into shared memory (the input prefetched into L2 first), an
+    elementwise op there, copy back."""
     shape = _shape(rng)
     element = rng.choice(("f32", "f16", "bf16"))
     kernel = Kernel([], [], {"known_block_size": block(rng.choice((32, 64, 128, 256, 1024)))})
@@ -245,6 +247,7 @@ def shared_kernel(rng: random.Random) -> Kernel:
     smem = _alloc(kernel, row_major(shape), element, shape, SHARED)
     op = rng.choice(("sqrt", "exp", "neg", "relu", "abs"))
     kernel.ops += [
+        Op("tile.prefetch", [a], {"scope": '"cta"'}),
         Op("tile.copy", [smem, a], {"scope": '"cta"'}),
         Op("tile.elementwise", [smem, smem], {"op": f'"{op}"', "scope": '"cta"',
                                                "operandSegmentSizes": segments(1)}),
@@ -450,7 +453,8 @@ def unknown_name(rng: random.Random, kernel: Kernel) -> str:
         op.attrs["kind"] = f'"{name}"'
     else:
         name = rng.choice(("tile.move", "tile.Copy", "tile.", "tile.alloca", "tile.layout",
-                           "tile.reduce", "tile.elementwise", "tile.copy", "tile.alloc"))
+                           "tile.reduce", "tile.elementwise", "tile.copy", "tile.alloc",
+                           "tile.prefetch"))
         op.name = name
     return f"{op.name} named {name!r}"
 

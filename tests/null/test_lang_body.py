@@ -189,6 +189,23 @@ def test_buffers() -> None:
     assert "#gpu.address_space<private>>" in text and "%regs = " in text
 
 
+def test_prefetch_of_a_row_ahead() -> None:
+    """tl.<scope>.prefetch(view): one tile.prefetch of the view (a row picked at a clamped
+    index), lowered to one prefetch.global.L2 per 16 bytes a thread: 32 floats over 8
+    threads, one each."""
+    def body(x: Annotated[tl.Tensor, "f32", ("M", 32)]) -> None:
+        ahead = tl.minimum(tl.block_id() + 4, x.shape[0] - 1)
+        tl.cta.prefetch(x[ahead])
+
+    kernel = tl.kernel(threads=8)(body)
+    text = kernel.ir(D("f32", (100, 32)))
+    assert re.search(r'"tile.prefetch"\(%\w+\) \{scope = "cta"\} : '
+                     r"\(memref<32xf32, strided<\[1\], offset: \?>>\) -> \(\)", text), text
+    ptx = tile_mlir.compile(text, chip="sm_90", cache=False).ptx["kernels"]
+    assert ptx.count("prefetch.global.L2") == 1
+    assert re.search(r"^\s*(ld|st)\.global", ptx, re.M) is None  # it reads nothing itself
+
+
 def test_numbers_take_types_the_verifier_accepts() -> None:
     def body(h: Annotated[tl.Tensor, "f16", ("N",)], i: Annotated[tl.Tensor, "i32", ("N",)],
              m: Annotated[tl.Tensor, "bool", ("N",)]) -> None:

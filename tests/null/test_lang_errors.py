@@ -75,6 +75,10 @@ def copy_dtypes(x: Vec, h: Annotated[tl.Tensor, "f16", ("N",)]) -> None:
     tl.cta.copy(h, x)  # copy-dtypes
 
 
+def prefetch_shared(x: Vec) -> None:
+    tl.cta.prefetch(tl.alloc_shared((8,), tl.f32))  # prefetch-shared
+
+
 def too_many_indices(x: Vec) -> None:
     tl.cta.sqrt(x[0, 1], x)  # too-many-indices
 
@@ -97,6 +101,8 @@ CASES = [
     (rank_mismatch, "rank-mismatch", "input 1 is 1-d, dst 2-d"),
     (copy_dtypes, "copy-dtypes", "copy from f32 into f16: convert with "
                                  "tl.cta.elementwise('copy', dst, src)"),
+    (prefetch_shared, "prefetch-shared", "prefetch of a tensor in shared memory: only "
+                                         "global memory goes through the L2 cache"),
     (too_many_indices, "too-many-indices", "2 indices for a 1-d tensor"),
     (float_for_int, "float-for-int", "the float 0.5 does not fit a i32 op"),
 ]

@@ -23,7 +23,13 @@ from tile_mlir.layout import TileLayout
 SCOPES: tuple[str, ...] = ("thread", "warp", "warpgroup", "cta", "cluster")
 """Execution scopes, narrowest first (a cluster: the CTAs of a thread block cluster, sm_90)."""
 
-OP_NAMES: tuple[str, ...] = ("tile.copy", "tile.elementwise", "tile.reduce", "tile.alloc")
+OP_NAMES: tuple[str, ...] = ("tile.copy", "tile.elementwise", "tile.reduce", "tile.prefetch",
+                             "tile.alloc")
+WRITERS: tuple[str, ...] = ("tile.copy", "tile.elementwise", "tile.reduce")
+"""The tile ops whose first operand is the dst they write (tile.prefetch reads its one
+operand; tile.alloc makes a buffer)."""
+LOWERED: tuple[str, ...] = (*WRITERS, "tile.prefetch")
+"""The tile ops tile-dispatch and tile-lower rewrite (a variant each)."""
 
 def load(context: ir.Context) -> None:
     """Register the tile dialect in `context` (idempotent: loading twice would abort)."""
@@ -151,6 +157,34 @@ class CopyOp(TileOp):
     @property
     def src(self) -> ir.Value:
         return self.operation.operands[1]
+
+
+@_cext.register_operation(_Dialect)
+class PrefetchOp(TileOp):
+    """`tile.prefetch`: bring src's cache lines into L2 (a hint: it writes nothing)."""
+
+    OPERATION_NAME = "tile.prefetch"
+    _ODS_REGIONS = (0, True)
+
+    def __init__(
+        self,
+        src: ir.Value,
+        *,
+        scope: str = "cta",
+        variant: str | None = None,
+        loc: ir.Location | None = None,
+        ip: ir.InsertionPoint | None = None,
+    ):
+        super().__init__(
+            _build(self,
+                results=[], operands=[src],
+                attributes=_base_attributes(scope, variant), loc=loc, ip=ip,
+            )
+        )
+
+    @property
+    def src(self) -> ir.Value:
+        return self.operation.operands[0]
 
 
 @_cext.register_operation(_Dialect)

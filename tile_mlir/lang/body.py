@@ -430,6 +430,17 @@ def copy(scope: str, dst: Any, src: Any, options: dict[str, Any]) -> None:
     builder.mark_written(target)
 
 
+def prefetch(scope: str, src: Any, options: dict[str, Any]) -> None:
+    source = _tensor(src, "src")
+    if source.space != "global":
+        raise errors.program_error(f"prefetch of a tensor in {source.space} memory: only "
+                                   "global memory goes through the L2 cache")
+    variant = options.pop("variant", None)
+    with at():
+        built = tile.PrefetchOp(source.value, scope=scope, variant=variant)
+        _options(built, options)
+
+
 REDUCTIONS = {"sum": "sum", "prod": "prod", "amax": "max", "amin": "min", "max": "max",
               "min": "min", "online_softmax": "online_softmax", "welford": "welford"}
 
@@ -489,6 +500,13 @@ class Scope:
     def copy(self, dst: Tensor, src: Tensor, **options: Any) -> None:
         """tile.copy: dst <- src (same dtype; shapes may differ where the lowering allows)."""
         copy(self.name, dst, src, options)
+
+    def prefetch(self, src: Tensor, **options: Any) -> None:
+        """tile.prefetch: bring the cache lines of src (a view of global memory) into L2,
+        the scope's threads sharing them: a hint that src is read soon (a row a later
+        CTA reads, fetched while this one reduces). It writes nothing and waits for
+        nothing; an empty view (a slice past the end) fetches nothing."""
+        prefetch(self.name, src, options)
 
     def elementwise(self, op: str, dst: Tensor, *inputs: Any, **options: Any) -> None:
         """tile.elementwise: dst <- op(inputs...): tensors, scalars or numbers."""

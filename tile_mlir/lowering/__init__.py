@@ -2,11 +2,11 @@
 
 The rooms of lowering/:
 - variants/<op>/<variant>.py: one module per variant (tile.copy -> copy/, tile.elementwise
-  -> elementwise/, tile.reduce -> reduce/), whose docstring says when it applies. It
-  registers a `Variant`: a name, a priority, a predicate that answers `(True, "")` or
-  `(False, reason)` (variants/predicates.py holds the questions they share), and a
-  lowering that builds the op's replacement at the op (tile-lower sets the insertion
-  point and location, and erases the op afterwards).
+  -> elementwise/, tile.reduce -> reduce/, tile.prefetch -> prefetch/), whose docstring
+  says when it applies. It registers a `Variant`: a name, a priority, a predicate that
+  answers `(True, "")` or `(False, reason)` (variants/predicates.py holds the questions
+  they share), and a lowering that builds the op's replacement at the op (tile-lower sets
+  the insertion point and location, and erases the op afterwards).
 - schedules/: how the variants divide an op's elements among threads: the partition
   synthesized from the scope (synthesized.py, seed 000), the one induced by a register
   layout (induced.py, seed 003), the reductions (reduction.py: the shared pieces; rows.py,
@@ -39,7 +39,7 @@ def reject(reason: str) -> Verdict:
 
 @dataclass(frozen=True)
 class Variant:
-    op: str  # tile.copy, tile.elementwise, tile.reduce
+    op: str  # tile.copy, tile.elementwise, tile.reduce, tile.prefetch
     name: str
     priority: int
     check: Callable[[OpInfo], Verdict]
@@ -61,6 +61,7 @@ _MODULES = (
     "tile_mlir.lowering.variants.reduce.gmem",
     "tile_mlir.lowering.variants.reduce.local",
     "tile_mlir.lowering.variants.reduce.columns",
+    "tile_mlir.lowering.variants.prefetch.vectors",
 )
 
 _REGISTRY: dict[str, list[Variant]] = {}

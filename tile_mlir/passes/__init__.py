@@ -19,6 +19,7 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from tile_mlir.diagnostics import DiagnosticSink
+from tile_mlir.dialects import tile
 
 PASSES: dict[str, str] = {
     "tile-verify": "tile_mlir.passes.tile_verify",
@@ -104,8 +105,7 @@ def _convert(raw: str, type_: Any, where: str) -> Any:
     return raw
 
 
-def tile_ops(root: ir.Operation, names: tuple[str, ...] = ("tile.copy", "tile.elementwise",
-                                                             "tile.reduce")) -> list[ir.OpView]:
+def tile_ops(root: ir.Operation, names: tuple[str, ...] = tile.LOWERED) -> list[ir.OpView]:
     """The tile ops under root (default: those that tile-lower rewrites), in IR order."""
     found: list[ir.OpView] = []
 

@@ -164,7 +164,7 @@ def written(op: ir.Operation) -> list[ir.Value]:
     def visit(inner: ir.Operation) -> ir.WalkResult:
         name = inner.name
         if name in tile.OP_NAMES:
-            found.extend(list(inner.operands)[:1] if name != "tile.alloc" else [])
+            found.extend(list(inner.operands)[:1] if name in tile.WRITERS else [])
         elif name not in _READ_ONLY:
             found.extend(v for v in inner.operands if isinstance(v.type, ir.MemRefType))
         return ir.WalkResult.ADVANCE
@@ -205,7 +205,7 @@ def _other_use(value: ir.Value, producer: ir.OpView, consumer: ir.OpView) -> str
         owner = use.owner.operation
         if owner in (producer.operation, consumer.operation):
             continue
-        how = "written" if use.operand_number == 0 and owner.name in tile.OP_NAMES else \
+        how = "written" if use.operand_number == 0 and owner.name in tile.WRITERS else \
             "read" if owner.name in tile.OP_NAMES else "used"
         return f"the intermediate is {how} elsewhere (by {subject(owner)} at {where(owner)})"
     return ""
@@ -355,8 +355,7 @@ class _Block:
         """The last tile op before i that writes `value` (its dst)."""
         for j in range(i - 1, -1, -1):
             operation = self.ops[j].operation
-            if operation.name in tile.OP_NAMES and operation.name != "tile.alloc" and \
-                    operation.operands[0] == value:
+            if operation.name in tile.WRITERS and operation.operands[0] == value:
                 return j
         return None
 

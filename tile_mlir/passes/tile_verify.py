@@ -51,6 +51,7 @@ ATTRIBUTES = {
     "tile.elementwise": ("op", "scope", "variant", "operandSegmentSizes", "vector_bytes",
                          "stage", "expr"),
     "tile.reduce": ("kind", "scope", "axes", "accum", "scale", "variant"),
+    "tile.prefetch": ("scope", "variant"),
     "tile.alloc": ("layout",),
 }
 
@@ -538,10 +539,20 @@ def check_alloc(op: ir.OpView) -> list[str]:
     return []
 
 
+def check_prefetch(info: OpInfo) -> list[str]:
+    """A view of global memory (the L2 holds nothing else a prefetch could bring)."""
+    src = info.operands[0]
+    if src.space != "global":
+        return [f"prefetches a tile in {src.space} memory: only global memory goes through "
+                "the L2 cache"]
+    return []
+
+
 _CHECKS: dict[str, Callable[[OpInfo], list[str]]] = {
     "tile.elementwise": check_elementwise,
     "tile.copy": check_copy,
     "tile.reduce": check_reduce,
+    "tile.prefetch": check_prefetch,
 }
 
 

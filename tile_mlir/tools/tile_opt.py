@@ -41,6 +41,7 @@ from tile_mlir.diagnostics import (
     decode,
     source_loc,
 )
+from tile_mlir.dialects import tile
 from tile_mlir.runtime.binary import ptx_target
 from tile_mlir.toolchain import DEFAULT_CHIP, ToolchainError, assemble
 from tile_mlir.tools import verify_diagnostics
@@ -125,7 +126,7 @@ def _list_passes() -> None:
         params = " ".join(f"{k}={v}" for k, v in named.params.items())
         print(f"  {named.name:18} {named.summary}" + (f"  [{params}]" if params else ""))
     print("lowering variants (tile-dispatch tries them by priority):")
-    for op in ("tile.copy", "tile.elementwise", "tile.reduce"):
+    for op in tile.LOWERED:
         for variant in lowering.variants_for(op):
             print(f"  {op:17} {variant.name:10} {variant.priority:3}  {variant.summary}")
 

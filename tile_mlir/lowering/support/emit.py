@@ -110,6 +110,12 @@ def shared_element(pointer: ir.Value, element: ir.Type, index: ir.Value) -> ir.V
                               [_DYNAMIC_INDEX], element, llvm.GEPNoWrapFlags.none)
 
 
+def byte_address(pointer: ir.Value, offset: ir.Value) -> ir.Value:
+    """The pointer `offset` (an i64) bytes past `pointer`, in its address space."""
+    return llvm.getelementptr(pointer.type, pointer, [offset], [_DYNAMIC_INDEX],
+                              ir.IntegerType.get_signless(8), llvm.GEPNoWrapFlags.none)
+
+
 def scope_thread_index(scope: str, block: Sequence[int] | None) -> ir.Value:
     """This thread's index among the threads of an execution scope (tile-verify has
     made sure the block size is known and, for warps and warpgroups, whole ones). A
