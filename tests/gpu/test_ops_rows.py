@@ -121,7 +121,9 @@ def _fused_add(x: Any, r: Any, w: Any, eps: float, dtype: str
 @pytest.mark.parametrize("op", OPS)
 def test_every_op_dtype_and_length(op: str, dtype: str, n: int) -> None:
     m = rows_for(n)
-    plan = rows.plan_for(m, n, rows.vector_width(n, dtype, []), 0)
+    plan = rows.plan_for(m, n, rows.vector_width(n, dtype, []), 0,
+                         itemsize=2 if dtype != "f32" else 4,
+                         inputs=rows.inputs_of(op))
     print(run_op(op, dtype, (m, n)), f"[{plan.geometry.strategy}]")
 
 
@@ -136,7 +138,9 @@ a broadcast)."""
 @pytest.mark.parametrize("op", OPS)
 def test_rows_ending_in_one_vector(op: str, n: int, dtype: str) -> None:
     m = 37
-    plan = rows.plan_for(m, n, rows.vector_width(n, dtype, []), 0)
+    plan = rows.plan_for(m, n, rows.vector_width(n, dtype, []), 0,
+                         itemsize=2 if dtype != "f32" else 4,
+                         inputs=rows.inputs_of(op))
     g = plan.geometry
     assert g.strategy == "warp" and g.rows > 1 and (n // g.vec) % g.lanes == 1, plan.reason
     print(run_op(op, dtype, (m, n)), f"[{g.lanes} lanes, {g.rows} rows a CTA]")
@@ -149,7 +153,7 @@ def test_long_rows_take_clusters_of_16_on_a_whole_hopper() -> None:
     props = torch.cuda.get_device_properties(0)
     whole = props.major >= 9 and props.multi_processor_count >= rows.SMS
     assert rows.largest_cluster(0) == (16 if whole else 8 if props.major >= 9 else 0)
-    plan = rows.plan_for(4, 262144, 8, 0)
+    plan = rows.plan_for(4, 262144, 8, 0, itemsize=2)
     assert plan.geometry.ctas == (16 if whole else 8 if props.major >= 9 else 1), plan.reason
     for op in OPS:
         print(run_op(op, "bf16", (4, 262144)), plan.reason)

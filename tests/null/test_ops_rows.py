@@ -64,7 +64,7 @@ def test_the_planner_chooses_by_row_length_dtype_rows_and_gpu(
         case: tuple[int, int, str, int], want: tuple[str, int, int, int]) -> None:
     m, n, dtype, clusters = case
     vec = rows.vector_width(n, dtype, [])
-    plan = rows.choose(m, n, vec, clusters)
+    plan = rows.choose(m, n, vec, clusters, itemsize=DTYPES[dtype].bytes)
     g = plan.geometry
     assert (g.strategy, g.lanes, g.rows, g.ctas) == want, plan.reason
     assert plan.reason
@@ -100,9 +100,9 @@ def test_the_row_planner_takes_16_ctas_clusters_on_whole_hoppers_only(
 
 
 def test_many_short_rows_fill_the_gpu_and_few_rows_get_smaller_ctas() -> None:
-    many = rows.choose(1 << 17, 256, 4, 16).geometry
+    many = rows.choose(1 << 17, 256, 4, 16, itemsize=4).geometry
     assert many.grid(1 << 17) >= 4 * rows.SMS
-    few = rows.choose(3, 256, 4, 16).geometry
+    few = rows.choose(3, 256, 4, 16, itemsize=4).geometry
     assert few.threads <= 64 and few.grid(3) == 1
 
 
@@ -129,10 +129,10 @@ def test_vector_width_follows_the_row_the_strides_and_offsets() -> None:
 
 def test_forcing_a_strategy_plans_again() -> None:
     with rows.forced("cluster", ctas=4):
-        plan = rows.plan_for(8, 1000, 4, 0)
+        plan = rows.plan_for(8, 1000, 4, 0, itemsize=4)
         assert plan.geometry.strategy == "cluster" and plan.geometry.ctas == 4
         assert plan.reason == "forced: cluster"
-    assert rows.plan_for(8, 1000, 4, 0).geometry.strategy == "cta"
+    assert rows.plan_for(8, 1000, 4, 0, itemsize=4).geometry.strategy == "cta"
     with pytest.raises(ValueError, match="strategy 'rows'"):
         rows.force("rows")
 
@@ -305,7 +305,8 @@ def test_planned_rows_ending_in_one_vector(device: Device, rng: np.random.Genera
     for rows whose last part is one vector: each op against float64 (layer norm's
     variance once counted that vector in every lane)."""
     m, n = shape
-    g = rows.choose(m, n, rows.vector_width(n, dtype, []), 16).geometry
+    g = rows.choose(m, n, rows.vector_width(n, dtype, []), 16,
+                    itemsize=DTYPES[dtype].bytes, inputs=rows.inputs_of(op)).geometry
     assert g.strategy == "warp" and g.rows > 1 and (n // g.vec) % g.lanes == 1
     RUNS[op](device, rng, shape, dtype)
 

@@ -21,6 +21,7 @@ import pytest
 
 import tile_mlir
 from tile_mlir import toolchain
+from tile_mlir.dtypes import DTYPES
 from tile_mlir.ops import rows
 from tile_mlir.ops.programs import rows as programs
 from tile_mlir.ops.programs.lang import LangProgram
@@ -96,7 +97,8 @@ CASES = [
 
 @pytest.mark.parametrize(("op", "m", "n", "dtype"), CASES, ids=str)
 def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype: str) -> None:
-    plan = rows.choose(m, n, rows.vector_width(n, dtype, []), clusters=16)
+    plan = rows.choose(m, n, rows.vector_width(n, dtype, []), clusters=16,
+                       itemsize=DTYPES[dtype].bytes, inputs=rows.inputs_of(op))
     g = plan.geometry
     program = _program(op, g, m, n, dtype)
     ptx, registers = _compiled(program)
@@ -104,6 +106,14 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     loads = "ld.global.v4.b32" if op == "fused_add_rms_norm" else "ld.global.nc.v4.b32"
     assert loads in ptx, "the row is not read in 16-byte loads"
     assert "st.global.v4.b32" in ptx, "the row is not written in 16-byte stores"
+    # a cluster's 16-bit rows of up to AHEAD_ROW_MAX bytes prefetch the row `ahead` rows
+    # on: each thread its vectors of it (8 of 16 bytes a thread of 2^18 bf16 elements)
+    inputs = rows.inputs_of(op)
+    size = DTYPES[dtype].bytes
+    fetches = inputs * -(-n * size // 16 // g.lanes) if g.ahead else 0
+    assert ptx.count("prefetch.global.L2") == fetches, g
+    assert bool(g.ahead) == (g.strategy == "cluster" and size == 2 and
+                             n * size * inputs <= rows.AHEAD_ROW_MAX)
     reductions, values = _rounds_and_values(op, g)
     lanes = min(g.lanes, 32)
     assert ptx.count("shfl.sync.bfly") == reductions * values * (lanes.bit_length() - 1)
@@ -158,7 +168,7 @@ def _check_occupancy(program: LangProgram, ptx: str, registers: int) -> None:
 @pytest.mark.parametrize("op", sorted(REDUCTIONS))
 def test_both_passes_of_split_compile_to_fast_ptx(op: str) -> None:
     m, n, dtype = 32, 1 << 20, "bf16"
-    g = rows.choose(m, n, 8, clusters=16).geometry
+    g = rows.choose(m, n, 8, clusters=16, itemsize=2, inputs=rows.inputs_of(op)).geometry
     assert g.strategy == "split"
     family = "softmax" if op == "log_softmax" else op
     _, first, second = programs.KERNELS[family]

@@ -85,6 +85,24 @@ than 8 of 128, 8 of 512 up to 18% slower than 16 of 256). Clusters of 16 CTAs ar
 not portable (driver.allow_cluster lets a function run them): largest_cluster says
 where the planner uses them."""
 SPLIT_THREADS = 256
+AHEAD_BYTES = 4 << 20
+"""Bytes of input rows ahead that a cluster's CTAs prefetch into L2 (tile.prefetch, each
+CTA its slice of the row that many bytes on) right after loading their own. While a
+cluster reduces and writes, nothing of its own is in flight, and a few CTAs an SM leave
+DRAM idle then; the prefetches keep it busy, and the clusters that take those rows later
+find them in L2. Measured on an H100 (bench/fused.py's 128 MiB, with and without in one
+run): layer norm bf16 rows of 2^15 2.76 -> 2.92 TB/s, 2^16 2.67 -> 2.84, 2^17 2.64 ->
+2.82, 2^18 2.47 -> 2.68, f16 2^18 2.51 -> 2.71; RMSNorm bf16 2^18 2.86 -> 2.99, f16 2^18
+2.62 -> 2.96; the fused add + RMSNorm bf16 2^15 2.98 -> 3.03; softmax within -0.5% (3.01
+-> 3.00 at 2^16). 4 MiB was the best distance of those tried in a PTX experiment (layer
+norm bf16 2^16: 1 MiB on 2.77, 2 MiB 2.88, 3 MiB 2.91, 4 MiB 2.92, 5 MiB 2.92; 2^18: 1
+MiB 2.60, 2 MiB 2.71, 4 MiB 2.77, 6 MiB 2.74, 8 MiB 2.68, 12 MiB 2.26). Rows of 4-byte
+elements prefetch nothing: f32 rows of 2^16 ran slower with it (layer norm 2.95 -> 2.91,
+softmax 3.08 -> 3.01, the fused add 2.94 -> 2.90)."""
+AHEAD_ROW_MAX = 512 << 10
+"""Rows of more input bytes than this prefetch nothing (the fused add's 16-bit rows of
+2^18 read 1 MiB: 2.88 TB/s with or without; f32 rows of 2^18 ran slower at every
+distance tried in the PTX experiment: layer norm 2.52 -> 2.44 at 4 rows on)."""
 
 
 # ------------------------------------------------------------------ the planner
@@ -149,17 +167,28 @@ def _cta(nv: int, vec: int, most: int) -> Plan | None:
                    "warps through shared memory (one barrier each)")
 
 
-def _cluster(nv: int, vec: int, clusters: int) -> Plan | None:
+def _ahead(n: int, itemsize: int, inputs: int) -> int:
+    """Rows ahead whose input a cluster prefetches into L2 (0: none): AHEAD_BYTES of them,
+    for rows of 16-bit elements of at most AHEAD_ROW_MAX bytes (`inputs` rows of n)."""
+    row = n * itemsize * inputs
+    if itemsize != 2 or not 0 < row <= AHEAD_ROW_MAX:
+        return 0
+    return max(1, AHEAD_BYTES // row)
+
+
+def _cluster(nv: int, vec: int, clusters: int, ahead: int) -> Plan | None:
     """The first cluster shape of CLUSTERS (of at most `clusters` CTAs) that holds the
-    row, CLUSTER_HELD values a thread."""
+    row, CLUSTER_HELD values a thread; prefetching the input `ahead` rows on."""
     lanes = _pow2(-(-nv // parts_limit(vec, CLUSTER_HELD)))
     for threads, ctas in CLUSTERS:
         if ctas <= clusters and threads * ctas >= lanes:
-            g = Geometry("cluster", vec, threads * ctas, 1, ctas)
+            g = Geometry("cluster", vec, threads * ctas, 1, ctas, ahead=ahead)
+            fetch = f"; each cluster prefetches the row {ahead} rows on into L2" \
+                if ahead else ""
             return Plan(g, f"a row of {nv * vec} is too long for one CTA's registers: "
                            f"a cluster of {ctas} CTAs of {threads} threads holds it "
                            f"({g.row_parts(nv * vec) * vec} elements a thread); their "
-                           "partials meet in distributed shared memory")
+                           f"partials meet in distributed shared memory{fetch}")
     return None
 
 
@@ -175,15 +204,17 @@ def _split(nv: int, vec: int, clusters: int) -> Plan:
                    "normalization; the row is read twice)")
 
 
-def choose(m: int, n: int, vec: int, clusters: int) -> Plan:
+def choose(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: int = 1
+           ) -> Plan:
     """The strategy for m rows of n elements accessed `vec` at a time (see the module
     docstring of programs/rows.py): a group of lanes (of at most 16: a row a whole
     warp would hold takes a CTA, `_whole_warp`), a CTA, a cluster (of at most
     `clusters` CTAs: the GPU's largest_cluster, 0 where it has none) or two passes, the
-    first that holds the row in registers."""
+    first that holds the row in registers. A cluster prefetches the rows ahead that
+    `_ahead` gives for `inputs` arrays of rows of `itemsize`-byte elements."""
     nv = n // vec
     found = _whole_warp(nv, vec) or _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
-        _cluster(nv, vec, clusters) or _cta(nv, vec, MAX_CTA)
+        _cluster(nv, vec, clusters, _ahead(n, itemsize, inputs)) or _cta(nv, vec, MAX_CTA)
     return found or _split(nv, vec, clusters)
 
 
@@ -254,10 +285,20 @@ def largest_cluster(device: int) -> int:
     return LARGEST_CLUSTER if driver.device_sms(device) >= SMS else driver.PORTABLE_CLUSTER
 
 
-def plan_for(m: int, n: int, vec: int, device: int) -> Plan:
+def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: int = 1
+             ) -> Plan:
     if _forced:
         return _forced[0].plan(m, n, vec)
-    return choose(m, n, vec, largest_cluster(device))
+    return choose(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs)
+
+
+ROW_INPUTS = ("x", "r")
+"""The arrays whose rows a row op reads (x; the fused add's residual r too)."""
+
+
+def inputs_of(op: str) -> int:
+    """The arrays of rows `op` reads (ROW_INPUTS it has)."""
+    return 2 if op == "fused_add_rms_norm" else 1
 
 
 def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
@@ -272,7 +313,8 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
     m = math.prod(shape[:-1])
     if not m * n:
         return f"{op} {dtype} {m}x{n}: an empty input: nothing is launched"
-    plan = choose(m, n, vector_width(n, dtype, []), clusters)
+    plan = choose(m, n, vector_width(n, dtype, []), clusters, itemsize=DTYPES[dtype].bytes,
+                  inputs=inputs_of(op))
     return f"{op} {dtype} {m}x{n}: {plan.geometry.strategy}: {plan.reason}"
 
 
@@ -458,7 +500,9 @@ class RowCall:
 def run(b: Builder, call: RowCall) -> Plan:
     """Plan the call's rows and launch its kernels (one, or the two passes of "split")."""
     rows = [a for a in call.arrays.values() if a.numel]
-    plan = plan_for(call.m, call.n, vector_of(call.n, rows), b.device)
+    read = [a for name, a in call.arrays.items() if name in ROW_INPUTS]
+    plan = plan_for(call.m, call.n, vector_of(call.n, rows), b.device,
+                    itemsize=read[0].itemsize, inputs=len(read))
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":

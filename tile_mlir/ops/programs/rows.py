@@ -18,7 +18,9 @@ local memory). The strategies differ in who the P threads are:
   then the warps' partials through shared memory after one barrier);
 - "cluster": the threads of a thread block cluster of C CTAs (`tl.cluster`, sm_90),
   one row per cluster: the CTAs' partials meet through mailboxes in each CTA's
-  shared memory (registers.py; no cluster barrier but one at the entry);
+  shared memory (registers.py; no cluster barrier but one at the entry); rows of 16-bit
+  elements also prefetch into L2 the row a later cluster reads (`ahead`,
+  tl.cluster.prefetch: ops/rows.py's AHEAD_BYTES);
 - "split": two kernels per op for rows longer than a cluster holds (or a GPU without
   clusters): pass 1 reduces each chunk of a row (one CTA per chunk) into partial
   statistics in a temporary [M, S, chunks] f32 array (softmax: the chunk's max and sum
@@ -65,7 +67,8 @@ class Geometry:
     """How rows map onto threads: P threads (`lanes`) hold a row, one vector of `vec`
     elements of each part; `rows` rows per CTA (strategy "warp"), `ctas` CTAs per row
     (a cluster), `parts` parts per chunk and `chunks` chunks per row (strategy
-    "split"; one chunk, the whole row, otherwise)."""
+    "split"; one chunk, the whole row, otherwise); `ahead`: the row that many rows on
+    is prefetched into L2 as a row is loaded (0: none; ops/rows.py's AHEAD_BYTES)."""
 
     strategy: str
     vec: int
@@ -74,6 +77,7 @@ class Geometry:
     ctas: int = 1
     parts: int = 0  # per chunk ("split"); 0: as many as the row needs
     chunks: int = 1
+    ahead: int = 0
 
     @staticmethod
     def of(value: Any) -> Geometry:
@@ -82,7 +86,7 @@ class Geometry:
 
     def constexpr(self) -> tuple[Any, ...]:
         return (self.strategy, self.vec, self.lanes, self.rows, self.ctas, self.parts,
-                self.chunks)
+                self.chunks, self.ahead)
 
     @property
     def threads(self) -> int:
@@ -261,10 +265,18 @@ class Rows:
         return [whole[:, k * g.lanes:(k + 1) * g.lanes] for k in range(self.parts)]
 
     def load(self, t: tl.Tensor, padding: float) -> list[tl.Tensor]:
-        """The CTA's parts of t in registers (in t's dtype), padded past the row."""
+        """The CTA's parts of t in registers (in t's dtype), padded past the row; then,
+        with the geometry's `ahead`, the row that many rows on prefetched into L2 (the
+        scope's threads sharing its lines)."""
         tiles = self.tiles(t.dtype)
         for tile, view in zip(tiles, self.views(t), strict=True):
             self.scope.copy(tile, view, padding=padding)
+        if self.g.ahead:
+            assert not self.multi and isinstance(self.first, int), "a whole row per cluster"
+            # past the last row, the last row again (its own cluster reads it anyway): a
+            # row of static length, so that each thread's prefetches are straight-line
+            later = tl.minimum(self.row + self.g.ahead, t.shape[0] - 1)
+            self.scope.prefetch(t[later])
         return tiles
 
     def valid(self, k: int) -> Any:
