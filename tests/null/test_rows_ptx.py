@@ -106,14 +106,14 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     loads = "ld.global.v4.b32" if op == "fused_add_rms_norm" else "ld.global.nc.v4.b32"
     assert loads in ptx, "the row is not read in 16-byte loads"
     assert "st.global.v4.b32" in ptx, "the row is not written in 16-byte stores"
-    # a cluster's 16-bit rows of up to AHEAD_ROW_MAX bytes prefetch the row `ahead` rows
-    # on: each thread its vectors of it (8 of 16 bytes a thread of 2^18 bf16 elements)
-    inputs = rows.inputs_of(op)
+    # a cluster's 16-bit rows of up to AHEAD_ROW_MAX bytes (of ops of one input) prefetch
+    # the row `ahead` rows on: each thread its vectors of it (8 of 16 bytes a thread of
+    # 2^18 bf16 elements)
     size = DTYPES[dtype].bytes
-    fetches = inputs * -(-n * size // 16 // g.lanes) if g.ahead else 0
+    fetches = -(-n * size // 16 // g.lanes) if g.ahead else 0
     assert ptx.count("prefetch.global.L2") == fetches, g
-    assert bool(g.ahead) == (g.strategy == "cluster" and size == 2 and
-                             n * size * inputs <= rows.AHEAD_ROW_MAX)
+    assert bool(g.ahead) == (g.strategy == "cluster" and size == 2 and rows.inputs_of(op) == 1
+                             and n * size <= rows.AHEAD_ROW_MAX)
     reductions, values = _rounds_and_values(op, g)
     lanes = min(g.lanes, 32)
     assert ptx.count("shfl.sync.bfly") == reductions * values * (lanes.bit_length() - 1)

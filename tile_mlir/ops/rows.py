@@ -93,16 +93,18 @@ DRAM idle then; the prefetches keep it busy, and the clusters that take those ro
 find them in L2. Measured on an H100 (bench/fused.py's 128 MiB, with and without in one
 run): layer norm bf16 rows of 2^15 2.76 -> 2.92 TB/s, 2^16 2.67 -> 2.84, 2^17 2.64 ->
 2.82, 2^18 2.47 -> 2.68, f16 2^18 2.51 -> 2.71; RMSNorm bf16 2^18 2.86 -> 2.99, f16 2^18
-2.62 -> 2.96; the fused add + RMSNorm bf16 2^15 2.98 -> 3.03; softmax within -0.5% (3.01
--> 3.00 at 2^16). 4 MiB was the best distance of those tried in a PTX experiment (layer
-norm bf16 2^16: 1 MiB on 2.77, 2 MiB 2.88, 3 MiB 2.91, 4 MiB 2.92, 5 MiB 2.92; 2^18: 1
-MiB 2.60, 2 MiB 2.71, 4 MiB 2.77, 6 MiB 2.74, 8 MiB 2.68, 12 MiB 2.26). Rows of 4-byte
-elements prefetch nothing: f32 rows of 2^16 ran slower with it (layer norm 2.95 -> 2.91,
-softmax 3.08 -> 3.01, the fused add 2.94 -> 2.90)."""
+2.62 -> 2.96; softmax within -0.5% (3.01 -> 3.00 at 2^16). 4 MiB was the best distance
+of those tried in a PTX experiment (layer norm bf16 2^16: 1 MiB on 2.77, 2 MiB 2.88, 3
+MiB 2.91, 4 MiB 2.92, 5 MiB 2.92; 2^18: 1 MiB 2.60, 2 MiB 2.71, 4 MiB 2.77, 6 MiB 2.74,
+8 MiB 2.68, 12 MiB 2.26). Rows of 4-byte elements prefetch nothing: f32 rows of 2^16 ran
+slower with it (layer norm 2.95 -> 2.91, softmax 3.08 -> 3.01, the fused add 2.94 ->
+2.90). Nor does the fused add + RMSNorm (two inputs): bench/fused.py's bf16 rows of 2^16
+ran 3.01 -> 2.88 TB/s with both rows prefetched 16 rows on (a separate timing of the same
+call, without the benchmark's fresh copies of x and the residual, had it 3.00 -> 3.01)."""
 AHEAD_ROW_MAX = 512 << 10
-"""Rows of more input bytes than this prefetch nothing (the fused add's 16-bit rows of
-2^18 read 1 MiB: 2.88 TB/s with or without; f32 rows of 2^18 ran slower at every
-distance tried in the PTX experiment: layer norm 2.52 -> 2.44 at 4 rows on)."""
+"""Rows of more bytes than this prefetch nothing (16-bit rows of at most 2^18; f32 rows of
+2^18 ran slower at every distance tried in the PTX experiment: layer norm 2.52 -> 2.44 at
+4 rows on)."""
 
 
 # ------------------------------------------------------------------ the planner
@@ -169,9 +171,10 @@ def _cta(nv: int, vec: int, most: int) -> Plan | None:
 
 def _ahead(n: int, itemsize: int, inputs: int) -> int:
     """Rows ahead whose input a cluster prefetches into L2 (0: none): AHEAD_BYTES of them,
-    for rows of 16-bit elements of at most AHEAD_ROW_MAX bytes (`inputs` rows of n)."""
-    row = n * itemsize * inputs
-    if itemsize != 2 or not 0 < row <= AHEAD_ROW_MAX:
+    for ops of one input (`inputs` arrays of rows) of 16-bit elements, rows of at most
+    AHEAD_ROW_MAX bytes."""
+    row = n * itemsize
+    if inputs != 1 or itemsize != 2 or not 0 < row <= AHEAD_ROW_MAX:
         return 0
     return max(1, AHEAD_BYTES // row)
 
