@@ -5,6 +5,15 @@
 // innermost dim is strided. Nothing is written, so no barrier goes around it.
 // RUN: tile-opt %s --split-input-file --verify-diagnostics --tile-verify --tile-barriers --tile-lower --canonicalize --cse | FileCheck %s
 // RUN: tile-opt %s --split-input-file -p tile-to-ptx --emit=ptx | FileCheck %s --check-prefix=PTX
+// Before sm_90 (or PTX 8.0) LLVM has no L2 prefetch: tile-target drops the hints (the
+// cluster kernel, @tail, is refused on sm_80 for its cluster).
+// RUN: not tile-opt %s --split-input-file -p "tile-to-ptx{chip=sm_80}" --emit=ptx 2>/dev/null | FileCheck %s --check-prefix=SM80
+// SM80-LABEL: .entry rows(
+// SM80-NOT: prefetch
+// SM80-LABEL: .entry long(
+// SM80-NOT: prefetch
+// SM80-LABEL: .entry strided(
+// SM80-NOT: prefetch
 
 // Rows of 4096 bf16 (8 KiB: 512 vectors of 16 bytes), a CTA of 256 threads: 2 a thread
 // per row, thread t's at elements 8t and 8t + 2048; the rows (a dynamic count: the
@@ -54,6 +63,24 @@ gpu.module @m attributes {dlti.dl_spec = #dlti.dl_spec<index = 32 : i32>} {
 gpu.module @m {
   gpu.func @tail(%x: memref<1000xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.cluster_dim = array<i32: 2, 1, 1>} {
     "tile.prefetch"(%x) {scope = "cluster"} : (memref<1000xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// A long static row (2^20 floats, 1024 rounds of a CTA's 256 threads) takes a loop, not
+// straight-line code.
+// CHECK-LABEL: gpu.func @long
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c1048576 step %c1024 {
+// CHECK-COUNT-1: nvvm.prefetch
+// CHECK-NOT: nvvm.prefetch
+// CHECK: gpu.return
+// PTX-LABEL: .entry long(
+// PTX: prefetch.global.L2
+gpu.module @m {
+  gpu.func @long(%x: memref<1048576xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+    "tile.prefetch"(%x) {scope = "cta"} : (memref<1048576xf32>) -> ()
     gpu.return
   }
 }

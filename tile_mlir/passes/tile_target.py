@@ -6,7 +6,10 @@ process ("Cannot select: intrinsic ...") or ptxas reject the PTX; this pass repo
 it at the tile op the instruction came from instead. Checked: the fp8 conversions
 (cvt ... e4m3x2 / e5m2x2), which need sm_90, or sm_89 with PTX 8.1 (features=+ptx81),
 as LLVM's NVPTX backend decides; and the posts of a reduction across a cluster's CTAs
-(support/mailbox.py's st.async, inline PTX), which need PTX 8.1.
+(support/mailbox.py's st.async, inline PTX), which need PTX 8.1. And one thing it
+mends rather than refuses: LLVM selects the L2 prefetch (tile.prefetch's
+prefetch.global.L2) only for sm_90 and newer with PTX 8.0 or newer, and a prefetch is a
+hint, so on other targets the pass removes them (the kernel computes the same).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from tile_mlir.passes import TilePass, tile_ops
 FP8_CONVERSIONS = ("nvvm.convert.f32x2.to.f8x2", "nvvm.convert.f8x2.to.f16x2")
 POSTS_PTX = 81
 """The PTX version (x10) of st.async, the posts of a cluster's mailboxes."""
+PREFETCH = "nvvm.prefetch"
 _NVVM_TARGET = re.compile(
     r'#nvvm\.target<.*?chip = "(?P<chip>[^"]*)"(?:.*?features = "(?P<f>[^"]*)")?')
 
@@ -38,6 +42,13 @@ def converts_fp8(chip: str, features: str) -> bool:
     return sm >= 90 or (sm == 89 and ptx_version(features) >= 81)
 
 
+def prefetches(chip: str, features: str) -> bool:
+    """Whether LLVM selects nvvm.prefetch's L2 prefetch for a target: sm_90 and newer, with
+    PTX 8.0 or newer (LLVM's default for sm_90, with no +ptx feature, is 7.8)."""
+    m = re.fullmatch(r"sm_(\d+)[af]?", chip)
+    return m is not None and int(m.group(1)) >= 90 and ptx_version(features) >= 80
+
+
 def _posts(gmod: ir.OpView) -> list[ir.OpView]:
     return [op for op in tile_ops(gmod.operation, ("llvm.inline_asm",))
             if ir.StringAttr(op.operation.attributes["asm_string"]).value.startswith(POST)]
@@ -47,7 +58,7 @@ def _posts(gmod: ir.OpView) -> list[ir.OpView]:
 class Pass(TilePass):
     NAME = "tile-target"
     SUMMARY = ("check the lowered IR against each gpu.module's target (fp8 needs sm_89+, "
-               "cluster posts PTX 8.1)")
+               "cluster posts PTX 8.1; L2 prefetches, hints, dropped before sm_90)")
 
     def run(self, root: ir.Operation) -> bool:
         ok = True
@@ -66,6 +77,9 @@ class Pass(TilePass):
                     f"fp8 conversions need sm_90, or sm_89 with features=+ptx81; the target "
                     f"is {target}")
                 ok = False
+            if not prefetches(chip, features):
+                for op in tile_ops(gmod.operation, (PREFETCH,)):
+                    op.operation.erase()
             posts = _posts(gmod) if ptx_version(features) < POSTS_PTX else []
             if posts:
                 posts[0].operation.location.emit_error(

@@ -5,7 +5,7 @@ memory) once the scope's thread count is known. The view's outer dims are walked
 loops; its innermost dim is cut into units of 16 bytes (the widest access a thread
 makes) where it is contiguous, of one element where it is strided, and the scope's T
 threads take units t, t + T, t + 2T, ... of each row (unrolled where the extent is
-static, a guard only on a last, partial round; a loop where it is dynamic): thread t of
+static and short, a guard only on a last, partial round; a loop otherwise): thread t of
 a cluster's 4096 reading a bf16 row of 2^18 elements fetches the 8 vectors t,
 t + 4096, ... of it, the ones a copy over the same threads would load. Each unit's
 first element's sector is brought into L2 (`prefetch.global.L2`): no register is
@@ -31,6 +31,9 @@ UNIT = 16
 measured on an H100, the row ops' cluster kernels prefetching the row 4 MiB on (ops/rows.py),
 layer norm bf16 rows of 2^16 ran 2.68 TB/s without, 2.72 with a prefetch per 128 bytes,
 2.87 per 32 and 2.89 per 16; rows of 2^18 2.47, 2.59, 2.61 and 2.70."""
+UNROLLED = 16
+"""Rounds of the scope's threads over a row written out in straight-line code at most (a
+row kernel's slice takes 1-8); more go in a loop."""
 _INDEX_32 = re.compile(r"\bindex\s*[=,]\s*32\b")
 """A dlti.dl_spec entry of 32-bit indices (tile_mlir.lang's kernels have one)."""
 
@@ -79,11 +82,14 @@ class _Walk:
         nvvm.PrefetchOp(address, cacheLevel=nvvm.PrefetchCacheLevel.L2)
 
     def row(self, indices: list[ir.Value]) -> None:
-        """The innermost dim: unrolled where its extent is static (a guard only on a
-        last, partial round of units), a loop where it is dynamic."""
+        """The innermost dim: unrolled where its extent is static and takes at most
+        UNROLLED rounds of the threads (a guard only on a last, partial round), else a
+        loop."""
         span = self.threads * self.unit
-        if self.extent == DYNAMIC:
-            loop = scf.ForOp(self.first, list(self.meta.sizes)[-1], const_index(span))
+        if self.extent == DYNAMIC or self.extent > UNROLLED * span:
+            end = list(self.meta.sizes)[-1] if self.extent == DYNAMIC else \
+                const_index(self.extent)
+            loop = scf.ForOp(self.first, end, const_index(span))
             with ir.InsertionPoint(loop.body):
                 self.fetch([*indices, loop.induction_variable])
                 scf.YieldOp([])
