@@ -90,8 +90,8 @@ AHEAD_BYTES = 4 << 20
 CTA its slice of the row that many bytes on) right after loading their own. While a
 cluster reduces and writes, nothing of its own is in flight, and a few CTAs an SM leave
 DRAM idle then; the prefetches keep it busy, and the clusters that take those rows later
-find them in L2. Measured on an H100 (bench/fused.py's 128 MiB, with and without in one
-run): layer norm bf16 rows of 2^15 2.76 -> 2.92 TB/s, 2^16 2.67 -> 2.84, 2^17 2.64 ->
+find them in L2. Measured on an H100 (DeviceTimer, bench/fused.py's 128 MiB, with and
+without in one run): layer norm bf16 rows of 2^15 2.76 -> 2.92 TB/s, 2^16 2.67 -> 2.84, 2^17 2.64 ->
 2.82, 2^18 2.47 -> 2.68, f16 2^18 2.51 -> 2.71; RMSNorm bf16 2^18 2.86 -> 2.99, f16 2^18
 2.62 -> 2.96; softmax within -0.5% (3.01 -> 3.00 at 2^16). 4 MiB was the best distance
 of those tried in a PTX experiment (layer norm bf16 2^16: 1 MiB on 2.77, 2 MiB 2.88, 3

@@ -18,9 +18,9 @@ local memory). The strategies differ in who the P threads are:
   then the warps' partials through shared memory after one barrier);
 - "cluster": the threads of a thread block cluster of C CTAs (`tl.cluster`, sm_90),
   one row per cluster: the CTAs' partials meet through mailboxes in each CTA's
-  shared memory (registers.py; no cluster barrier but one at the entry); rows of 16-bit
-  elements also prefetch into L2 the row a later cluster reads (`ahead`,
-  tl.cluster.prefetch: ops/rows.py's AHEAD_BYTES);
+  shared memory (registers.py; no cluster barrier but one at the entry); ops of one
+  input over rows of 16-bit elements also prefetch into L2 the row a later cluster reads
+  (`ahead`, tl.cluster.prefetch: ops/rows.py's AHEAD_BYTES);
 - "split": two kernels per op for rows longer than a cluster holds (or a GPU without
   clusters): pass 1 reduces each chunk of a row (one CTA per chunk) into partial
   statistics in a temporary [M, S, chunks] f32 array (softmax: the chunk's max and sum
