@@ -109,16 +109,14 @@ class _Dialect(ir.Dialect):
     DIALECT_NAMESPACE = "tile"
 
 
-class TileOp(ir.OpView):
-    """Accessors shared by the tile ops that read and write memrefs."""
+class ScopedOp(ir.OpView):
+    """Accessors of every tile op that runs at a scope (all but tile.alloc)."""
 
-    @property
-    def dst(self) -> ir.Value:
-        return self.operation.operands[0]
-
-    @property
-    def sources(self) -> list[ir.Value]:
-        return list(self.operation.operands)[1:]
+    def _build_scoped(self, operands: list[ir.Value], scope: str, variant: str | None,
+                      loc: ir.Location | None, ip: ir.InsertionPoint | None) -> None:
+        """Build an op whose attributes are its scope and variant alone."""
+        super().__init__(_build(self, results=[], operands=operands,
+                                attributes=_base_attributes(scope, variant), loc=loc, ip=ip))
 
     @property
     def scope(self) -> str:
@@ -128,6 +126,18 @@ class TileOp(ir.OpView):
     def variant(self) -> str | None:
         """The lowering variant, forced by the user or chosen by tile-dispatch."""
         return _opt_str_attr(self, "variant")
+
+
+class TileOp(ScopedOp):
+    """Accessors shared by the tile ops that write a dst (WRITERS)."""
+
+    @property
+    def dst(self) -> ir.Value:
+        return self.operation.operands[0]
+
+    @property
+    def sources(self) -> list[ir.Value]:
+        return list(self.operation.operands)[1:]
 
 
 @_cext.register_operation(_Dialect)
@@ -147,12 +157,7 @@ class CopyOp(TileOp):
         loc: ir.Location | None = None,
         ip: ir.InsertionPoint | None = None,
     ):
-        super().__init__(
-            _build(self,
-                results=[], operands=[dst, src],
-                attributes=_base_attributes(scope, variant), loc=loc, ip=ip,
-            )
-        )
+        self._build_scoped([dst, src], scope, variant, loc, ip)
 
     @property
     def src(self) -> ir.Value:
@@ -160,7 +165,7 @@ class CopyOp(TileOp):
 
 
 @_cext.register_operation(_Dialect)
-class PrefetchOp(TileOp):
+class PrefetchOp(ScopedOp):
     """`tile.prefetch`: bring src's cache lines into L2 (a hint: it writes nothing)."""
 
     OPERATION_NAME = "tile.prefetch"
@@ -175,12 +180,7 @@ class PrefetchOp(TileOp):
         loc: ir.Location | None = None,
         ip: ir.InsertionPoint | None = None,
     ):
-        super().__init__(
-            _build(self,
-                results=[], operands=[src],
-                attributes=_base_attributes(scope, variant), loc=loc, ip=ip,
-            )
-        )
+        self._build_scoped([src], scope, variant, loc, ip)
 
     @property
     def src(self) -> ir.Value:

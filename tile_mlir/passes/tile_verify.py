@@ -18,7 +18,6 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -38,6 +37,7 @@ from tile_mlir.lowering.support.analysis import (
     describe,
     describe_operand,
     enclosing,
+    index_bits,
     iteration_shape,
     known_block_size,
     memory_space,
@@ -643,17 +643,13 @@ def _check_sizes(root: ir.Operation) -> bool:
     return ok
 
 
-_INDEX_ENTRY = re.compile(r"\bindex\s*[=,]\s*(-?\d+)")
-
-
 def index_width(op: ir.Operation) -> list[str]:
     """A dlti.dl_spec index width other than 32 or 64 bits: LLVM asserts (and aborts) on
     0, negative and huge ones, and no other width makes sense for a GPU kernel."""
-    spec = op.attributes.get("dlti.dl_spec")
-    m = _INDEX_ENTRY.search(str(spec)) if spec is not None else None
-    if m is None or int(m.group(1)) in (32, 64):
+    bits = index_bits(op)
+    if bits is None or bits in (32, 64):
         return []
-    return [f"has an index width of {m.group(1)} bits in dlti.dl_spec; kernels index with "
+    return [f"has an index width of {bits} bits in dlti.dl_spec; kernels index with "
             "32 or 64 bits"]
 
 

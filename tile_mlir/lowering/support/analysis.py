@@ -10,6 +10,7 @@ and lowerings read this instead of re-deriving it from the IR.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -191,6 +192,17 @@ def known_block_size(kernel: ir.OpView | None) -> tuple[int, int, int] | None:
         return None
     x, y, z, *_ = [*ir.DenseI32ArrayAttr(kernel.operation.attributes["known_block_size"]), 1, 1]
     return x, y, z
+
+
+_INDEX_ENTRY = re.compile(r"\bindex\s*[=,]\s*(-?\d+)")
+
+
+def index_bits(op: ir.Operation) -> int | None:
+    """The index width a dlti.dl_spec on `op` (a gpu.module, a module) gives; None where
+    it gives none (MLIR's default then: 64 bits)."""
+    spec = op.attributes.get("dlti.dl_spec")
+    m = _INDEX_ENTRY.search(str(spec)) if spec is not None else None
+    return int(m.group(1)) if m is not None else None
 
 
 CLUSTER_DIM = "nvvm.cluster_dim"

@@ -15,14 +15,13 @@ inside the view: a dynamic extent of 0 fetches nothing.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, builtin, llvm, memref, nvvm, scf
 
 from tile_mlir.lowering import Variant, Verdict, register
-from tile_mlir.lowering.support.analysis import DYNAMIC, OpInfo, enclosing
+from tile_mlir.lowering.support.analysis import DYNAMIC, OpInfo, enclosing, index_bits
 from tile_mlir.lowering.support.emit import byte_address, const, const_index, scope_thread_index
 from tile_mlir.lowering.variants.predicates import all_in, first_failure, scope_known
 
@@ -34,8 +33,6 @@ layer norm bf16 rows of 2^16 ran 2.68 TB/s without, 2.72 with a prefetch per 128
 UNROLLED = 16
 """Rounds of the scope's threads over a row written out in straight-line code at most (a
 row kernel's slice takes 1-8); more go in a loop."""
-_INDEX_32 = re.compile(r"\bindex\s*[=,]\s*32\b")
-"""A dlti.dl_spec entry of 32-bit indices (tile_mlir.lang's kernels have one)."""
 
 
 def check(info: OpInfo) -> Verdict:
@@ -48,9 +45,7 @@ def _base_pointer(info: OpInfo, base: ir.Value) -> ir.Value:
     (its casts reconciled away), since memref.extract_aligned_pointer_as_index gives an
     index, which kernels of 32-bit indices would cut to 32 bits."""
     module = enclosing(info.op, "gpu.module")
-    spec = module.operation.attributes["dlti.dl_spec"] if module is not None and \
-        "dlti.dl_spec" in module.operation.attributes else None
-    width = 32 if spec is not None and _INDEX_32.search(str(spec)) else 64
+    width = (index_bits(module.operation) if module is not None else None) or 64
     space = ir.MemRefType(base.type).memory_space
     pointer = ir.Type.parse("!llvm.ptr" if space is None else "!llvm.ptr<1>")
     descriptor = ir.Type.parse(f"!llvm.struct<({pointer}, {pointer}, i{width})>")
