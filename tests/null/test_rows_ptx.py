@@ -22,6 +22,7 @@ import pytest
 import tile_mlir
 from tile_mlir import toolchain
 from tile_mlir.dtypes import DTYPES
+from tile_mlir.lowering.schedules import registers as registers_schedule
 from tile_mlir.ops import rows
 from tile_mlir.ops.programs import rows as programs
 from tile_mlir.ops.programs.lang import LangProgram
@@ -116,7 +117,13 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
                              and n * size <= rows.AHEAD_ROW_MAX)
     reductions, values = _rounds_and_values(op, g)
     lanes = min(g.lanes, 32)
-    assert ptx.count("shfl.sync.bfly") == reductions * values * (lanes.bit_length() - 1)
+    # a tuple kind's partials (the warps', the CTAs') fold over the lanes too, where a
+    # power of two of at least SPREAD_MIN: a butterfly, then lane 0's result broadcast
+    spread = [k for k in (g.threads // 32, g.ctas) if values > 1 and
+              k >= registers_schedule.SPREAD_MIN and k & (k - 1) == 0]
+    assert ptx.count("shfl.sync.bfly") == reductions * values * (
+        lanes.bit_length() - 1 + sum(k.bit_length() - 1 for k in spread))
+    assert ptx.count("shfl.sync.idx") == reductions * values * len(spread)
     cta_wide = g.strategy != "warp" and g.threads > 32
     assert ptx.count("bar.sync") == (reductions if cta_wide else 0)
     clustered = g.strategy == "cluster"

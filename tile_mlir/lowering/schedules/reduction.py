@@ -197,13 +197,22 @@ def warp_mask(tid: ir.Value, threads: int) -> ir.Value:
 def shuffle_xor(value: ir.Value, mask: ir.Value, offset: int, clamp: ir.Value) -> ir.Value:
     """The value of the lane whose index differs by xor `offset` (shfl.sync.bfly); a
     tuple kind's vector a component at a time."""
+    return _shuffle(value, mask, offset, clamp, nvvm.ShflKind.bfly)
+
+
+def broadcast(value: ir.Value, mask: ir.Value, lane: int = 0) -> ir.Value:
+    """Lane `lane`'s value in every lane of the warp (shfl.sync.idx)."""
+    return _shuffle(value, mask, lane, _i32(WARP - 1), nvvm.ShflKind.idx)
+
+
+def _shuffle(value: ir.Value, mask: ir.Value, operand: int, clamp: ir.Value,
+             kind: nvvm.ShflKind) -> ir.Value:
     if not isinstance(value.type, ir.VectorType):
-        return nvvm.shfl_sync(value.type, mask, value, _i32(offset), clamp, nvvm.ShflKind.bfly)
+        return nvvm.shfl_sync(value.type, mask, value, _i32(operand), clamp, kind)
     vector_type = ir.VectorType(value.type)
     parts = [vector.extract(value, [], [i]) for i in range(vector_type.shape[0])]
     return vector.from_elements(vector_type, [
-        nvvm.shfl_sync(p.type, mask, p, _i32(offset), clamp, nvvm.ShflKind.bfly)
-        for p in parts])
+        nvvm.shfl_sync(p.type, mask, p, _i32(operand), clamp, kind) for p in parts])
 
 
 def butterfly(red: Reduction, value: ir.Value, mask: ir.Value, width: int,
