@@ -463,9 +463,13 @@ def welford_stats_of(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor
         scope.tail_fill(ones, ones, 0.0, limit, 0)
         scope.add(count, count, rows.own_reduce("sum", [ones]))
     mean = rows.own_reduce("sum", raw)
-    held = rows.own()
-    scope.maximum(held, count, 1.0)  # a thread past the row's end: 0 / 1
-    scope.div(mean, mean, held)
+    whole = g.vec * len(limits)  # each thread's count where every part is full
+    if all(limit == full for limit in limits) and whole & (whole - 1) == 0:
+        scope.mul(mean, mean, 1.0 / whole)  # exact: a power of two, and no division
+    else:
+        held = rows.own()
+        scope.maximum(held, count, 1.0)  # a thread past the row's end: 0 / 1
+        scope.div(mean, mean, held)
     m2 = rows.own_reduce("sum", [squared_deviations(rows, raw, x, mean)])
     row_mean, row_m2 = rows.own(), rows.own()
     scope.welford((count, row_mean, row_m2), (count, mean, m2), axes=0)
