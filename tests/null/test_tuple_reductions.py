@@ -1,7 +1,8 @@
 """null tier: tile.reduce's tuple kinds (online_softmax's (max, sum) pairs, welford's
 (count, mean, M2) triples) in tile_mlir.lang kernels on the pretend device, the threads of
 a CTA together (support/simt.py: lanes' shuffles, warps' partials in shared memory, a
-partial last warp), against op_table's float64 references; and their errors."""
+partial last warp; 8 warps' partials folded over the lanes, registers._over_lanes),
+against op_table's float64 references; and their errors."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def _columns(device: Device, *values: np.ndarray) -> list[EmuArray]:
     return [device.array(v.astype(np.float32).reshape(-1, 1)) for v in values]
 
 
-@pytest.mark.parametrize("p", [48, 64, 96])
+@pytest.mark.parametrize("p", [48, 64, 96, 256])
 def test_online_softmax_pairs(rng: np.random.Generator, p: int) -> None:
     """Each thread's (max, sum of exp(x - max)) of its own 9 values, one thread with
     nothing (-inf, 0): every thread gets the CTA's (max, sum), as a float64 softmax of
@@ -82,7 +83,7 @@ def test_online_softmax_pairs(rng: np.random.Generator, p: int) -> None:
     assert np.all(got_s == got_s[0])  # every thread the same bits
 
 
-@pytest.mark.parametrize("p", [48, 64, 96])
+@pytest.mark.parametrize("p", [48, 64, 96, 256])
 def test_welford_triples(rng: np.random.Generator, p: int) -> None:
     """Each thread's (count, mean, M2) of its own values (1 to 12 of them, some threads
     none) around a mean of 100: every thread gets the CTA's, as NumPy's two-pass count,
