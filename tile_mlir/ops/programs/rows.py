@@ -453,8 +453,9 @@ def welford_stats_of(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor
     scope, g = rows.scope, rows.g
     full = g.lanes * g.vec
     limits = [rows.valid(k) for k in range(rows.parts)]
+    whole = g.vec * sum(limit == full for limit in limits)  # in the thread's whole parts
     count = rows.own()
-    scope.fill(count, float(g.vec * sum(limit == full for limit in limits)))
+    scope.fill(count, float(whole))
     for limit in limits:
         if limit == full:
             continue
@@ -463,8 +464,7 @@ def welford_stats_of(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor
         scope.tail_fill(ones, ones, 0.0, limit, 0)
         scope.add(count, count, rows.own_reduce("sum", [ones]))
     mean = rows.own_reduce("sum", raw)
-    whole = g.vec * len(limits)  # each thread's count where every part is full
-    if all(limit == full for limit in limits) and whole & (whole - 1) == 0:
+    if whole == g.vec * len(limits) and whole & (whole - 1) == 0:  # every part whole
         scope.mul(mean, mean, 1.0 / whole)  # exact: a power of two, and no division
     else:
         held = rows.own()
