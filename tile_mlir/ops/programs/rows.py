@@ -38,7 +38,19 @@ centered squares, two rounds): f32 rows of 2^18 2.44 -> 2.64 TB/s, of 2^16 2.90 
 bf16 2.62 -> 2.64 and 2.30 -> 2.34; but under one CTA (rows of 1024, many CTAs each
 waiting on its merges) bf16 3.08 -> 2.95, so there it keeps the two rounds. Softmax keeps
 its two reductions everywhere: the one-round form (online softmax's (max, sum) pairs)
-measured 2-5% slower on bf16 rows of 2^16 and 2^18 and within 1-3% on f32 rows."""
+measured 2-5% slower on bf16 rows of 2^16 and 2^18 and within 1-3% on f32 rows.
+
+Layer norm's w and b over a cluster's long rows (the CTA's slice read from L2 for every
+row: bench/fused.py's 2^18 rows run 2.75-2.77 TB/s, 2.98 without w and b) were tried
+these ways and left out, each measured on an H100 in one process beside the kernel as
+built (torch.compile interleaved, as bench/fused.py times: without it the same f32 2^18
+kernel timed 2.55 rather than 2.72-2.75, and a PTX patch that loads x
+L1::no_allocate seemed to gain 6%; with it, 2.72 -> 2.69): w and b prefetched into L1
+right after x's loads (prefetch.global.L1 per thread) ran bf16 2^18 2.75 -> 2.71, f32
+2^18 2.54 -> 2.38, f32 2^16 2.94 -> 2.80; the carveout preferring L1 (0% shared) cost
+20-35%; persistent clusters (a loop over rows, so that a CTA keeps its slice of w and b
+in its SM's L1) took 128 registers a thread (40 bytes of spill at 80) and ran bf16 2^18
+2.77 -> 2.0-2.16, 2^16 2.96 -> 2.13-2.54."""
 
 from __future__ import annotations
 
