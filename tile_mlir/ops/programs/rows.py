@@ -44,16 +44,17 @@ Layer norm's w and b over a cluster's long rows (the CTA's slice read from L2 fo
 row: bench/fused.py's 2^18 rows run 2.75-2.77 TB/s, 2.98 without w and b) were tried
 these ways and left out, each measured on an H100 in one process beside the kernel as
 built. With torch eager alone interleaved: w and b prefetched into L1 right after x's
-loads (prefetch.global.L1 per thread) ran bf16 2^18 2.75 -> 2.71, f32 2^18 2.54 ->
-2.38, f32 2^16 2.94 -> 2.80; the carveout preferring L1 (0% shared) cost 20-35%. With
-torch.compile interleaved too, as bench/fused.py times (without it the same f32 2^18
-kernel times 2.55 rather than 2.72-2.75, and there a PTX patch loading x
-L1::no_allocate seemed to gain 6%): that patch ran 2.72 -> 2.69; persistent clusters
-(a loop over rows, so that a CTA keeps its slice of w and b in its SM's L1) took 128
-registers a thread (40 bytes of spill at 80) and ran bf16 2^18 2.77 -> 2.0-2.16, 2^16
-2.96 -> 2.13-2.54; L2 eviction priorities (createpolicy: x's loads and y's stores
-evict_first, w's and b's loads evict_last, each and both) left every case within 1.5%
-(bf16 2^18 2.77 -> 2.73-2.78, f32 2^18 2.73 -> 2.71-2.72): w and b do stay in L2."""
+loads (prefetch.global.L1 per thread) ran bf16 2^18 2.75 -> 2.71, f32 2^18 2.54 -> 2.38,
+f32 2^16 2.94 -> 2.80; the carveout preferring L1 (0% shared) cost layer norm 10-33%
+(RMSNorm unchanged). With torch.compile interleaved too, as bench/fused.py times
+(without it the same f32 2^18 kernel times 2.55 rather than 2.72-2.75, and there a PTX
+patch loading x L1::no_allocate seemed to gain 6%): that patch ran 2.72 -> 2.69;
+persistent clusters (a loop over rows, so that a CTA keeps its slice of w and b in its
+SM's L1) took 128 registers a thread (40 bytes of spill at 80) and ran bf16 2^18 2.77 ->
+2.0-2.16, 2^16 2.96 -> 2.13-2.54; L2 eviction priorities (createpolicy: x's loads and
+y's stores evict_first, w's and b's loads evict_last, each and both) left every case
+within 1.5% (bf16 2^18 2.77 -> 2.73-2.78, f32 2^18 2.73 -> 2.71-2.72): w and b do stay
+in L2."""
 
 from __future__ import annotations
 
