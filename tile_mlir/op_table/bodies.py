@@ -854,7 +854,7 @@ def _alibi_slope(head: Value, pow2: Value, f64: Type) -> Value:
     1/n one of (1023 - k) << 52, their sum 2046 << 52 (a division took a Newton iteration
     and a fix-up branch). With _divide's 32-bit head split and _exp2_near, measured on an
     H100 (ALiBi (32, 2048) f32 at 128 threads of 16-byte stores, beside torch.compile's
-    4.22-4.26 us in each run): 4.67 -> 4.48 -> 4.42 us (bench/part2.py: 0.89x -> 0.95x of
+    4.22-4.26 us in each run): 4.67 -> 4.48 -> 4.42 us (bench/part2.py: 0.89x -> 0.94x of
     torch.compile); of those ~4.4 us the kernel itself is ~1.25 (torch.profiler)."""
     it = head.type
     eight = const(it, 8)
