@@ -873,7 +873,7 @@ terms left out sum to under (ln 2 / 2)^14 / 14! < 2^-57 of the result."""
 
 def _exp2_near(t: Value) -> Value:
     """2^t in f64 (of t's shape) for |t| < 1000 (an ALiBi slope's exponent lies in
-    (-17, 0)): t = q + f with q the nearest integer (1.5 * 2^52 added and taken away
+    [-8, 0): h < 2n heads): t = q + f with q the nearest integer (1.5 * 2^52 added and taken away
     rounds to it) and |f| <= 1/2, 2^f by EXP2_TERMS in Horner's fused steps, q added to
     its exponent's bits. Straight-line code, where math.exp2 (libdevice) branches to
     its cases of overflow, underflow and NaN, which kept two slopes' chains from
