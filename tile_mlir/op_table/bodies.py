@@ -873,15 +873,14 @@ terms left out sum to under (ln 2 / 2)^14 / 14! < 2^-57 of the result."""
 
 def _exp2_near(t: Value) -> Value:
     """2^t in f64 (of t's shape) for |t| < 1000 (an ALiBi slope's exponent lies in
-    [-8, 0): h < 2n heads): t = q + f with q the nearest integer (1.5 * 2^52 added and taken away
-    rounds to it) and |f| <= 1/2, 2^f by EXP2_TERMS in Horner's fused steps, q added to
-    its exponent's bits. Straight-line code, where math.exp2 (libdevice) branches to
-    its cases of overflow, underflow and NaN, which kept two slopes' chains from
-    overlapping."""
+    [-8, 0): h < 2n heads): t = q + f with q the nearest integer (math.roundeven, as the
+    sinusoidal pairs' quadrants) and |f| <= 1/2, 2^f by EXP2_TERMS in Horner's fused
+    steps, q added to its exponent's bits. Straight-line code, where math.exp2
+    (libdevice) branches to its cases of overflow, underflow and NaN, which kept two
+    slopes' chains from overlapping."""
     ty = t.type
     bits_type = emit.with_element_type(ty, ir.IntegerType.get_signless(64))
-    shifter = const(ty, 1.5 * 2.0**52)
-    q = arith.subf(arith.addf(t, shifter), shifter)
+    q = mlir_math.roundeven(t)
     f = arith.subf(t, q)
     p = const(ty, EXP2_TERMS[-1])
     for term in reversed(EXP2_TERMS[:-1]):
