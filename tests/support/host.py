@@ -270,6 +270,7 @@ def host_module(text: str) -> tuple[str, list[tuple[str, str]], int]:
     body = gpu_text[body_start:body_end]
     body = re.sub(r"gpu\.thread_id\s+x", "arith.maxui %tid_h, %tid_h : index", body)
     body = re.sub(r"gpu\.block_id\s+x", "arith.maxui %bid_h, %bid_h : index", body)
+    body = re.sub(r"gpu\.block_id\s+y", "arith.maxui %bidy_h, %bidy_h : index", body)
     stray = re.search(r"gpu[.]\w+", body)
     if stray:
         raise NotEmulated(f"the kernel uses {stray.group(0)}")
@@ -280,16 +281,19 @@ def host_module(text: str) -> tuple[str, list[tuple[str, str]], int]:
     host = f"""module {{
 {FP8_HELPERS}
 {INTRINSIC_HELPERS}
-  func.func private @{name}(%tid_h: index, %bid_h: index, {params}) {{
+  func.func private @{name}(%tid_h: index, %bid_h: index, %bidy_h: index, {params}) {{
 {body}    func.return
   }}
-  func.func @run(%grid_h: index, {params}) attributes {{llvm.emit_c_interface}} {{
+  func.func @run(%grid_h: index, %gridy_h: index, {params})
+      attributes {{llvm.emit_c_interface}} {{
     %c0_h = arith.constant 0 : index
     %c1_h = arith.constant 1 : index
     %ct_h = arith.constant {threads} : index
-    scf.for %b_h = %c0_h to %grid_h step %c1_h {{
-      scf.for %t_h = %c0_h to %ct_h step %c1_h {{
-        func.call @{name}(%t_h, %b_h, {names}) : (index, index, {types}) -> ()
+    scf.for %by_h = %c0_h to %gridy_h step %c1_h {{
+      scf.for %b_h = %c0_h to %grid_h step %c1_h {{
+        scf.for %t_h = %c0_h to %ct_h step %c1_h {{
+          func.call @{name}(%t_h, %b_h, %by_h, {names}) : (index, index, index, {types}) -> ()
+        }}
       }}
     }}
     func.return
@@ -386,11 +390,14 @@ class Buffer:
         return ctypes.pointer(ctypes.pointer(runtime.get_ranked_memref_descriptor(carrier)))
 
 
-def run(text: str, grid: int, args: Sequence[Any], buffers: Sequence[Buffer]) -> None:
-    """Run the kernel of `text` over `grid` blocks: `args` as dispatch.kernel_arguments
-    gives them (pointers are made-up addresses inside `buffers`)."""
+def run(text: str, grid: int, args: Sequence[Any], buffers: Sequence[Buffer],
+        grid_y: int = 1) -> None:
+    """Run the kernel of `text` over `grid` x `grid_y` blocks: `args` as
+    dispatch.kernel_arguments gives them (pointers are made-up addresses inside
+    `buffers`)."""
     program = compiled(text)
-    packed: list[Any] = [ctypes.pointer(ctypes.c_int64(grid))]
+    packed: list[Any] = [ctypes.pointer(ctypes.c_int64(grid)),
+                         ctypes.pointer(ctypes.c_int64(grid_y))]
     for (_, type_), value in zip(program.args, args, strict=True):
         if type_.startswith("memref"):
             buffer = next(b for b in buffers

@@ -31,6 +31,7 @@ exposes it.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
 import re
 import threading
@@ -442,26 +443,28 @@ def _poison_shared(program: Compiled) -> None:
         ctypes.memset(address.value, 0xFF, shared.nbytes)
 
 
-def run(text: str, args: Sequence[Any], buffers: Sequence[host.Buffer], grid: int = 1,
-        kernel: str | None = None) -> None:
-    """Run a kernel over `grid` CTAs (one after another), each CTA's threads together;
-    `args` as host.run takes them. Raises EmulationError on what the ISA leaves undefined."""
+def run(text: str, args: Sequence[Any], buffers: Sequence[host.Buffer],
+        grid: int | tuple[int, int] = 1, kernel: str | None = None) -> None:
+    """Run a kernel over `grid` CTAs (a count, or x and y), one after another, each CTA's
+    threads together; `args` as host.run takes them. Raises EmulationError on what the
+    ISA leaves undefined."""
     program = compiled(text, kernel)
     packed = _packed(program, args, buffers)
     stack = threading.stack_size(1 << 20)
     try:
-        for block_id in range(grid):
+        x, y = (grid, 1) if isinstance(grid, int) else grid
+        for block_id in itertools.product(range(x), range(y), (0,)):
             _poison_shared(program)
             cta = CTA(program.kernel.block)
             threads = [threading.Thread(target=_run_thread,
-                                        args=(program, cta, t, (block_id, 0, 0), packed))
+                                        args=(program, cta, t, block_id, packed))
                        for t in range(cta.size)]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join()
             if cta.errors:
-                raise EmulationError(f"CTA {block_id}: " + "; ".join(cta.errors))
+                raise EmulationError(f"CTA {block_id[:2]}: " + "; ".join(cta.errors))
     finally:
         threading.stack_size(stack)
 
