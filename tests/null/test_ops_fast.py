@@ -34,6 +34,7 @@ from tile_mlir import ops
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.ops import args, entry, kernels
 from tile_mlir.ops.programs import KernelProgram
+from tile_mlir.runtime import driver as runtime_driver
 from tile_mlir.runtime.spec import KernelSpec, Param
 
 
@@ -450,6 +451,7 @@ def lean(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[FakeDriver
 
     monkeypatch.setattr(kernels, "load", load)
     monkeypatch.setattr(kernels, "chip", lambda device: None)
+    monkeypatch.setattr(runtime_driver, "device_sms", lambda device=0: 132)  # an H100's
     monkeypatch.setattr(args, "from_host", lambda host, like: torch.empty(
         host.shape, getattr(torch, host.dtype.name)))
     entry.clear()

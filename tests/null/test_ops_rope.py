@@ -24,6 +24,7 @@ import tile_mlir
 from tile_mlir import ops
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.ops import rope
+from tile_mlir.runtime import driver
 
 
 @pytest.fixture(autouse=True)
@@ -168,6 +169,34 @@ def test_variant(device: Device, rng: np.random.Generator,
     assert _check(q_out.numpy(), q, used, positions, how) == ""
     assert k is not None and k_out is not None
     assert _check(k_out.numpy(), k, used, positions, how) == ""
+
+
+@pytest.mark.parametrize("spread", [True, False], ids=["spread", "cta-per-token"])
+@pytest.mark.parametrize("neox", [True, False], ids=["neox", "gptj"])
+def test_both_launch_forms(device: Device, rng: np.random.Generator,
+                           monkeypatch: pytest.MonkeyPatch, neox: bool, spread: bool) -> None:
+    """Few tokens take a CTA per op of a token (grid axis 1: query and key, each the pairs'
+    first elements, their second ones and the dims past rotary_dim) while those CTAs are
+    no more than the SMs, more tokens a CTA per token (the SM count moved to make these
+    4 tokens take either form): both rotate every element, and write NaN over the whole
+    row of a position outside the cache."""
+    monkeypatch.setattr(driver, "device_sms", lambda device=0: 1 << 20 if spread else 1)
+    shape, dtype = Shape(4, 3, 2, 48, 16), "bf16"
+    q, k, q_dev, k_dev = _inputs(device, rng, dtype, shape)
+    positions = np.array([7, -1, 0, 299])
+    fn = ops.rope_neox if neox else ops.rope_non_neox
+    q_out, k_out = fn(q_dev, k_dev, device.array(positions), rotary_dim=16, max_position=300)
+    header = device.launches[-1].splitlines()[0]
+    assert header.startswith("// tile_mlir.ops rope"), header
+    assert ("a CTA per op of a token (6)" in header) == spread, header
+    cache = ops.rope_cache("neox" if neox else "non_neox", rotary_dim=16, like=q_dev,
+                           max_position=300, base=10000.0).numpy()
+    good = np.array([0, 2, 3])
+    assert k is not None and k_out is not None
+    for got, x in ((q_out.numpy(), q), (k_out.numpy(), k)):
+        assert np.isnan(got[1].astype(np.float32)).all()
+        assert _check(got[good], x[good], cache, positions[good],
+                      How("neox" if neox else "gptj", dtype, 16)) == ""
 
 
 def test_caches_match_the_formulas() -> None:

@@ -35,6 +35,7 @@ from tile_mlir.ops import args, entry, kernels, rope
 from tile_mlir.ops.args import Array
 from tile_mlir.ops.programs import KernelProgram
 from tile_mlir.ops.programs.reduction import ReductionProgram
+from tile_mlir.runtime import driver
 
 _BY_NUMPY = {d.numpy: name for name, d in DTYPES.items()}
 
@@ -135,11 +136,11 @@ class _Kernel:
             reduce_model(self.program, values, self.device.buffers)
         elif self.text not in _TOGETHER:
             try:
-                run(self.text, gx, values, self.device.buffers)
+                run(self.text, gx, values, self.device.buffers, gy)
             except NotEmulated:  # threads that meet: the row ops' shuffles and barriers
                 _TOGETHER.add(self.text)
         if self.text in _TOGETHER:
-            simt.run(self.text, values, self.device.buffers, grid=gx)
+            simt.run(self.text, values, self.device.buffers, grid=(gx, gy))
         return (0,)
 
     def loaded(self) -> kernels.Loaded:
@@ -204,6 +205,7 @@ def device(monkeypatch: pytest.MonkeyPatch) -> Iterator[Device]:
     monkeypatch.setattr(rope, "_on_device", {})  # caches placed on another test's device
     monkeypatch.setattr(kernels, "load", lambda program, device: _Kernel(emu, program).loaded())
     monkeypatch.setattr(kernels, "chip", lambda device: None)
+    monkeypatch.setattr(driver, "device_sms", lambda device=0: 132)  # an H100's
     entry.clear()
     kernels.clear()
     yield emu

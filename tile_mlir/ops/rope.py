@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -42,7 +42,8 @@ from tile_mlir.ops.args import Array, torch_name
 from tile_mlir.ops.elementwise import In, apply
 from tile_mlir.ops.plan import Builder, Value
 from tile_mlir.ops.programs.elementwise import ArraySpec
-from tile_mlir.ops.programs.rope import RopeProgram, RopeSignature
+from tile_mlir.ops.programs.rope import RopeProgram, RopeSignature, parts
+from tile_mlir.runtime import driver
 
 __all__ = ["rope_cache", "rope_llama31", "rope_longrope", "rope_neox", "rope_non_neox",
            "rope_yarn"]
@@ -380,12 +381,16 @@ def _output(b: Builder, name: str, given: Array | None, like: Array,
 # ------------------------------------------------------------------ launch
 
 
-def _threads(heads: int, rotary_dim: int, dtype: str, style: str) -> int:
+def _threads(heads: int, head_dim: int, rotary_dim: int, dtype: str, style: str, *,
+             spread: bool) -> int:
     """Enough threads for one access each to the largest op of a token (a power of two,
-    32 to 256): 16-byte vectors along the neox halves, elements along GPT-J's pairs."""
-    vector = ACCESS_BYTES // DTYPES[dtype].bytes if style == "neox" else 1
-    accesses = max(1, heads * (rotary_dim // 2) // vector)
-    return min(256, max(32, 1 << (accesses - 1).bit_length()))
+    32 to 256, or 512 for a spread kernel's one op): 16-byte vectors along the neox
+    halves and the dims past rotary_dim, elements along GPT-J's pairs."""
+    vector = ACCESS_BYTES // DTYPES[dtype].bytes
+    accesses = max(1, heads * (rotary_dim // 2) // (vector if style == "neox" else 1))
+    if spread:
+        accesses = max(accesses, -(-heads * (head_dim - rotary_dim) // vector))
+    return min(512 if spread else 256, max(32, 1 << (accesses - 1).bit_length()))
 
 
 def _spec(array: Array) -> ArraySpec:
@@ -415,6 +420,12 @@ def _values(b: Builder, program: RopeProgram, arrays: dict[str, Array], tokens: 
 
 
 def _launch(b: Builder, style: str, arrays: dict[str, Array], rotary_dim: int) -> None:
+    """The kernel's signature and launch: a CTA per token, or (a spread kernel) a CTA per
+    op of a token where those CTAs are no more than the SMs (a decode step's few tokens:
+    one CTA per token ran a token's ops one after another, each waiting for its loads,
+    on a few of the SMs). Measured on an H100 (bf16, bench/rope.py's models): GPT-J's
+    one token 5.57 -> 4.77 us, Llama-3-8B's 16 tokens 5.18 -> 4.64; past one wave the
+    spread kernel loses (Llama's 64 tokens, 256 CTAs, 5.25 -> 5.54 us)."""
     q, k = arrays["query"], arrays.get("key")
     tokens, rows = q.shape[0], arrays["cache"].shape[0]
     forward = all(s >= 0 for a in arrays.values() for s in a.strides)  # see coalesce.py
@@ -426,10 +437,14 @@ def _launch(b: Builder, style: str, arrays: dict[str, Array], rotary_dim: int) -
         _spec(arrays["key_out"]) if k is not None else None, _spec(arrays["cache"]),
         _spec(arrays["positions"]), heads=q.shape[1], key_heads=k.shape[1] if k else 0,
         head_dim=q.shape[2], rotary_dim=rotary_dim,
-        threads=_threads(heads, rotary_dim, q.dtype, style), index_bits=bits)
+        threads=_threads(heads, q.shape[2], rotary_dim, q.dtype, style, spread=False),
+        index_bits=bits)
+    if tokens * len(parts(sig)) <= driver.device_sms(b.device):
+        sig = replace(sig, spread=True, threads=_threads(heads, q.shape[2], rotary_dim,
+                                                         q.dtype, style, spread=True))
     program = RopeProgram(sig)
-    grid = -(-tokens // sig.tokens_per_cta)
-    b.launch(program, (grid, 1, 1), _values(b, program, arrays, tokens, rows))
+    grid = (-(-tokens // sig.tokens_per_cta), len(parts(sig)) if sig.spread else 1, 1)
+    b.launch(program, grid, _values(b, program, arrays, tokens, rows))
 
 
 def _cache_array(b: Builder, given: Any, query: Array, rotary_dim: int,

@@ -1,4 +1,5 @@
-"""RoPE's tile program: a CTA per token (or per few), the rotation as `tile.elementwise` ops.
+"""RoPE's tile program: a CTA per token (or per few, or per op of a token), the rotation as
+`tile.elementwise` ops.
 
 The kernel rotates the query and key of `tokens` tokens, (tokens, heads,
 head_dim) each (the key may have fewer heads), by the angles of their
@@ -15,8 +16,12 @@ positions: CTA b takes tokens b*T .. b*T + T - 1 and, for each,
   (x2 cos + x1 sin) into the second, and a `copy` of the dimensions past
   rotary_dim;
 - a position outside the cache (p < 0 or p >= max_position) reads nothing
-  and fills the token's outputs with NaN (a `fill`), so a bad index shows
-  instead of reading past the cache.
+  and fills the token's outputs with NaN (a `fill` in each op's place), so a
+  bad index shows instead of reading past the cache.
+A *spread* kernel (few tokens: a decode step) runs each of a token's ops, one
+array's one slot, in a CTA of its own, grid axis 1 (`parts`): with one CTA per
+token its ops ran one after another, each waiting for its loads, while most SMs
+had nothing to do.
 elementwise/gmem lowers every op: 16-byte vectors along the halves (neox;
 their alignment follows from the strides' `tile.divisibility` and the cache
 row's offset p * row_stride), scalar accesses along the stride-2 views.
@@ -28,7 +33,9 @@ from one load, a two-destination op or a staging copy).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import tile_mlir.lang as tl
@@ -65,6 +72,7 @@ class RopeSignature:
     threads: int = 128
     tokens_per_cta: int = 1
     index_bits: int = 64
+    spread: bool = False  # each op of a token in a CTA of its own (grid axis 1: parts())
 
     def arrays(self) -> list[tuple[str, ArraySpec]]:
         specs = [self.query_out, self.query, self.key_out, self.key, self.cache,
@@ -80,7 +88,9 @@ def describe(sig: RopeSignature) -> str:
                       f"{'+offset' if spec.offset else ''}" for name, spec in sig.arrays())
     return (f"tile_mlir.ops rope {sig.style}: query {sig.heads} heads{key}, head_dim "
             f"{sig.head_dim}, rotary_dim {sig.rotary_dim}; {arrays}; i{sig.index_bits}, "
-            f"{sig.threads} threads, {sig.tokens_per_cta} token(s) per CTA")
+            f"{sig.threads} threads, "
+            + (f"a CTA per op of a token ({len(parts(sig))})" if sig.spread else
+               f"{sig.tokens_per_cta} token(s) per CTA"))
 
 
 Role = tuple[str, ...]
@@ -95,39 +105,44 @@ def slots(sig: RopeSignature) -> tuple[str, ...]:
         ("first", "second")
 
 
+def parts(sig: RopeSignature) -> tuple[tuple[str, str], ...]:
+    """A token's ops, (array, slot) each, in the order of a spread kernel's grid axis 1."""
+    arrays = ("query", "key") if sig.key is not None else ("query",)
+    return tuple((array, slot) for array in arrays for slot in slots(sig))
+
+
 # ------------------------------------------------------------------ the tile program
 
 
 @tl.kernel(name=KERNEL)
 def rope(*, STYLE: tl.constexpr, ROTARY_DIM: tl.constexpr, TOKENS_PER_CTA: tl.constexpr,
-         **operands: Any) -> None:
-    """Rotate the query's and key's pairs of each of this CTA's tokens. `operands`: the
-    counts tokens and max_position (integers), the arrays (without a key, no key or
-    key_out): an output has a pointer per slot it is written in (its views: the pairs'
-    first elements, their second ones, the dims past rotary_dim), so that the slots' ops
-    share no buffer and need no barrier between them; the cache is (max_position, heads,
-    rotary_dim), the heads broadcast."""
+         SPREAD: tl.constexpr, **operands: Any) -> None:
+    """Rotate the query's and key's pairs of each of this CTA's tokens (SPREAD: only the
+    op of the token that grid axis 1 names). `operands`: the counts tokens and
+    max_position (integers), the arrays (without a key, no key or key_out): an output
+    has a pointer per slot it is written in (its views: the pairs' first elements, their
+    second ones, the dims past rotary_dim), so that the slots' ops share no buffer and
+    need no barrier between them; the cache is (max_position, heads, rotary_dim), the
+    heads broadcast."""
     first = tl.block_id() * TOKENS_PER_CTA
+    part = tl.block_id(1) if SPREAD else None
     for i in range(TOKENS_PER_CTA):
-        _token(operands, first + i, (STYLE, ROTARY_DIM))
+        _token(operands, first + i, (STYLE, ROTARY_DIM), part)
 
 
-def _token(operands: dict[str, Any], token: tl.Index, rotation: tuple[str, int]) -> None:
-    """Token `token` (if there is one): its position, then the rotation or NaN."""
+def _token(operands: dict[str, Any], token: tl.Index, rotation: tuple[str, int],
+           part: tl.Index | None) -> None:
+    """Token `token` (if there is one): its position, then the rotation or NaN; `part`
+    (a spread kernel): the index of the one op to run, in parts()'s order."""
     positions = operands["positions"]
     with tl.if_(token.ult(positions.shape[0])):
         loaded = positions.load(token)
         inside = _inside(loaded, operands["max_position"])
-        position = loaded.index()
-        arrays = [a for a in ("query", "key") if a in operands]
+        ops = _ops(operands, token, loaded.index(), rotation)
         with tl.if_(inside) as known:
-            for which in arrays:
-                _rotate(operands, which, token, position, rotation)
+            _run(ops, part, 0)
         with known.otherwise():  # a position outside the cache: NaN, not a read past it
-            for which in arrays:
-                out = operands[f"{which}_out"][0]
-                tl.cta.fill(out[token, :, :], float("nan"), vector_bytes=ACCESS_BYTES,
-                            stage=1)
+            _run(ops, part, 1)
 
 
 def _inside(position: tl.Scalar, limit: tl.Scalar) -> tl.Bool:
@@ -137,26 +152,52 @@ def _inside(position: tl.Scalar, limit: tl.Scalar) -> tl.Bool:
     return position.to(wide).ult(limit.to(wide))
 
 
-def _rotate(operands: dict[str, Any], which: str, token: tl.Index, position: tl.Index,
-            rotation: tuple[str, int]) -> None:
-    """One array's rotation at one token: the pairs' two ops and the pass-through."""
+Build = Callable[[], None]
+Op = tuple[Build, Build]
+"""One op of a token: what builds it, and what fills its output region with NaN in its
+place (a position outside the cache)."""
+
+
+def _run(ops: list[Op], part: tl.Index | None, which: int) -> None:
+    """Each op's `which` (0: the op, 1: its fill); only the part's in a spread kernel."""
+    for index, op in enumerate(ops):
+        if part is None:
+            op[which]()
+        else:
+            with tl.if_(part == index):
+                op[which]()
+
+
+def _ops(operands: dict[str, Any], token: tl.Index, position: tl.Index,
+         rotation: tuple[str, int]) -> list[Op]:
+    """A token's ops in parts()'s order: per array, the pairs' first elements, their
+    second ones, and the dims past rotary_dim (a copy) where there are some."""
     style, rotary_dim = rotation
     half = rotary_dim // 2
-    x = operands[which]
-    heads, head_dim = x.shape[1:]
-    second, step = (half, 1) if style == "neox" else (1, 2)
-    x1, x2 = (x[token, :, tl.ds(start, half, step)] for start in (0, second))
-    out = operands[f"{which}_out"]
-    o1 = out[0][token, :, tl.ds(0, half, step)]
-    o2 = out[1][token, :, tl.ds(second, half, step)]
-    cos, sin = (operands["cache"][position, tl.ds(0, heads), tl.ds(start, half)]
-                for start in (0, half))
     options = {"vector_bytes": ACCESS_BYTES, "stage": 1}
-    tl.cta.rope_first(o1, x1, x2, cos, sin, **options)
-    tl.cta.rope_second(o2, x1, x2, cos, sin, **options)
-    if rotary_dim < head_dim:
-        rest = tl.ds(rotary_dim, head_dim - rotary_dim)
-        tl.cta.elementwise("copy", out[2][token, :, rest], x[token, :, rest], **options)
+    found: list[Op] = []
+    for which in ("query", "key"):
+        if which not in operands:
+            continue
+        x = operands[which]
+        heads, head_dim = x.shape[1:]
+        second, step = (half, 1) if style == "neox" else (1, 2)
+        x1, x2 = (x[token, :, tl.ds(start, half, step)] for start in (0, second))
+        out = operands[f"{which}_out"]
+        o1 = out[0][token, :, tl.ds(0, half, step)]
+        o2 = out[1][token, :, tl.ds(second, half, step)]
+        cos, sin = (operands["cache"][position, tl.ds(0, heads), tl.ds(start, half)]
+                    for start in (0, half))
+        regions = [(o1, partial(tl.cta.rope_first, o1, x1, x2, cos, sin, **options)),
+                   (o2, partial(tl.cta.rope_second, o2, x1, x2, cos, sin, **options))]
+        if rotary_dim < head_dim:
+            rest = tl.ds(rotary_dim, head_dim - rotary_dim)
+            o3 = out[2][token, :, rest]
+            regions.append((o3, partial(tl.cta.elementwise, "copy", o3, x[token, :, rest],
+                                        **options)))
+        found += [(build, partial(tl.cta.fill, region, float("nan"), **options))
+                  for region, build in regions]
+    return found
 
 
 def specialization(sig: RopeSignature) -> Specialization:
@@ -181,7 +222,7 @@ def specialization(sig: RopeSignature) -> Specialization:
                                      ("tokens", None, None), spec.strides, spec.offset,
                                      pointers=pointers))
     constexprs = (("STYLE", sig.style), ("ROTARY_DIM", sig.rotary_dim),
-                  ("TOKENS_PER_CTA", sig.tokens_per_cta))
+                  ("TOKENS_PER_CTA", sig.tokens_per_cta), ("SPREAD", sig.spread))
     return lang.specialization(rope, params, constexprs=constexprs, threads=sig.threads,
                                index_bits=sig.index_bits)
 
