@@ -10,7 +10,10 @@ case's `gaps` (known when listing), a string in place of its call, or the except
 its first call (or the result's check) raised. Every system is timed by
 bench/timing.py's DeviceTimer, the same way, in the same state: the inputs made
 once per case and shared, the previous case's tensors freed and the allocator's
-cache emptied between cases, a fresh dynamo per case, no CUDA graphs.
+cache emptied between cases, a fresh dynamo per case, no CUDA graphs. A small case
+(`placements`) is timed on several copies of its tensors, taken in turn repetition by
+repetition (the systems share each copy as they share the originals): where a
+few-microsecond call's buffers lie moves its time by several percent.
 
 Output allocation: `Case.outputs` says which policy the case's calls follow:
 "out=" (every system writes into an output allocated once, used when every system
@@ -206,30 +209,86 @@ def _strip_na(reason: str) -> str:
     return reason.removeprefix("n/a:").strip()
 
 
+PLACEMENTS = 8
+"""Copies of a small case's tensors (PLACED_BYTES of traffic or less), each system's
+repetitions taking them in turn: where a few-microsecond call's buffers lie moves its
+median by up to 6% (an H100, ops.add of 2^18 f32 elements: 5.31-5.41 us into 15 of 16
+input/output pairs, allocated one after another, and 5.66 us into one, in two runs), so a
+case timed on one placement per system could land one system on a slow one."""
+PLACED_BYTES = 64 << 20
+"""Above this a call streams through many pages and its median no longer depends on
+where its buffers lie: one placement."""
+
+
+def placements(traffic: int) -> int:
+    """How many placements of a case's tensors its systems are timed on."""
+    return PLACEMENTS if traffic <= PLACED_BYTES else 1
+
+
+Copier = Callable[[Any, dict[Any, Any]], Any]
+"""A tensor's copy in memory of its own (anything else as it is); views of one buffer
+stay views of one copy (the dict: the copies made so far, by buffer)."""
+
+
+class Rotation:
+    """A zero-argument call that runs its calls in turn, one a repetition."""
+
+    def __init__(self, calls: Sequence[Callable[[], Any]]) -> None:
+        self.calls, self.turn = list(calls), 0
+
+    def __call__(self) -> Any:
+        call = self.calls[self.turn % len(self.calls)]
+        self.turn += 1
+        return call()
+
+
+def _placed(calls: Mapping[str, Call | str], count: int, copy: Copier
+            ) -> list[dict[str, Call | str]]:
+    """The calls on `count` placements: the first the case's own tensors, each other one
+    every argument tensor copied (shared by the systems as the originals are: one
+    buffer's copy serves every call and view of it). Tensors a call's function holds
+    itself stay where they are."""
+    placed: list[dict[str, Call | str]] = [dict(calls)]
+    for _ in range(count - 1):
+        buffers: dict[Any, Any] = {}
+        placed.append({
+            key: call if isinstance(call, str) else
+            Call(call.fn, tuple(copy(a, buffers) for a in call.args),
+                 {k: copy(v, buffers) for k, v in call.kwargs.items()}, call.compiled)
+            for key, call in calls.items()})
+    return placed
+
+
 def prepare(built: Built, systems: Sequence[System],
-            wrap: Callable[[Callable[..., Any]], Callable[..., Any]]
+            wrap: Callable[[Callable[..., Any]], Callable[..., Any]],
+            count: int = 1, copy: Copier | None = None
             ) -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
     """Each system's zero-argument call, made twice (the first warm-ups: compiles, plans)
-    and its first result checked; or the reason it cannot run."""
+    and its first result checked; or the reason it cannot run. With `count` > 1 (and
+    `copy`), the call takes `count` placements of the case's tensors in turn."""
     ready: dict[str, Callable[[], Any]] = {}
     reasons: dict[str, str] = {}
+    placed = _placed(built.calls, count, copy) if count > 1 and copy is not None else \
+        [built.calls]
     for system in systems:
         call = built.calls.get(system.key)
         if call is None or isinstance(call, str):
             reasons[system.key] = _strip_na(call or "no call for this case")
             continue
-        bound = functools.partial(wrap(call.fn) if call.compiled else call.fn,
-                                  *call.args, **call.kwargs)
+        fn = wrap(call.fn) if call.compiled else call.fn
+        bound = [functools.partial(fn, *c.args, **c.kwargs)
+                 for c in (p[system.key] for p in placed) if isinstance(c, Call)]
         try:
-            result = bound()
+            result = bound[0]()
             if built.check is not None:
                 built.check(system.key, result)
             del result
-            bound()  # a second call: some take a faster path from the second call on
+            for each in bound:  # a second call: some take a faster path from it on
+                each()
         except Exception as e:  # noqa: BLE001 - a system that cannot run the case: its reason
             reasons[system.key] = reason_of(e, call.compiled)
             continue
-        ready[system.key] = bound
+        ready[system.key] = bound[0] if len(bound) == 1 else Rotation(bound)
     return ready, reasons
 
 
@@ -261,6 +320,18 @@ class GpuBackend:
         compiled: Callable[..., Any] = self.torch.compile(fn, dynamic=False)
         return compiled
 
+    def _copy(self, value: Any, buffers: dict[Any, Any]) -> Any:
+        """A tensor's copy (its storage's: a view stays that view of the copy)."""
+        torch = self.torch
+        if not isinstance(value, torch.Tensor):
+            return value
+        storage = value.untyped_storage()
+        key = (storage.data_ptr(), storage.nbytes())
+        if key not in buffers:
+            buffers[key] = storage.clone()
+        copy = torch.empty(0, dtype=value.dtype, device=value.device)
+        return copy.set_(buffers[key], value.storage_offset(), value.size(), value.stride())
+
     def measure(self, case: Case, systems: Sequence[System]
                 ) -> tuple[dict[str, Timing], dict[str, str]]:
         self.release()
@@ -268,7 +339,8 @@ class GpuBackend:
         todo = [s for s in systems if s.key not in reasons]
         timings: dict[str, Timing] = {}
         try:
-            ready, failed = prepare(case.build(), todo, self._compile)
+            ready, failed = prepare(case.build(), todo, self._compile,
+                                    placements(case.traffic), self._copy)
             reasons |= failed
             timings = self.timer.time(ready) if ready else {}
         except Exception as e:  # noqa: BLE001 - the build (or a timed call) failed: say so
@@ -437,6 +509,9 @@ def run_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                   f"  - copy roofline: {run['roofline_tbps']:.2f} TB/s (a device-to-device copy "
                   f"of 1 GiB, bytes read + written, timed as the cases); {run['reps']} "
                   f"repetitions per system and case"
+                  + (f"; cases of {run['placed_bytes'] >> 20} MiB or less on "
+                     f"{run['placements']} placements of their tensors in turn"
+                     if run.get("placements", 1) > 1 else "")
                   + ("; FAKE timings (--dry-run)" if run.get("fake") else "")]
     return lines
 
@@ -630,7 +705,8 @@ def main(bench: Benchmark, plan: Callable[[bool], list[Case]],
     started = time.perf_counter()
     env = chosen.environment()
     run = {"command": command.strip(), "env": env, "roofline_tbps": chosen.roofline(),
-           "reps": args.reps, "fake": args.dry_run}
+           "reps": args.reps, "placements": PLACEMENTS, "placed_bytes": PLACED_BYTES,
+           "fake": args.dry_run}
     print(f"{bench.title}: {len(cases)} cases on {env['device']}; copy roofline "
           f"{run['roofline_tbps']:.2f} TB/s", flush=True)
     results = run_cases(bench, cases, chosen, lambda line: print(line, flush=True))

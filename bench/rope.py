@@ -83,10 +83,10 @@ def build(model: Model, tokens: int, dtype: str) -> Built:
     positions = torch.randint(0, MAX_POSITION, (tokens,), device="cuda")
     fn = ops.rope_neox if neox else ops.rope_non_neox
 
-    def eager(q: Any, k: Any, p: Any) -> tuple[Any, Any]:
+    def eager(q: Any, k: Any, p: Any, cache: Any) -> tuple[Any, Any]:
         return forward_native(q, k, p, cache, rotary_dim=rotary_dim, neox=neox)
 
-    want = eager(q, k, positions)
+    want = eager(q, k, positions, cache)
 
     def check(system: str, got: Any) -> None:
         if system != "eager":
@@ -95,8 +95,8 @@ def build(model: Model, tokens: int, dtype: str) -> Built:
 
     return Built({
         "tile-mlir": Call(fn, (q, k, positions), {"cos_sin_cache": cache}),
-        "eager": Call(eager, (q, k, positions)),
-        "compile": Call(eager, (q, k, positions), compiled=True),
+        "eager": Call(eager, (q, k, positions, cache)),
+        "compile": Call(eager, (q, k, positions, cache), compiled=True),
     }, check)
 
 

@@ -188,6 +188,58 @@ def test_a_call_that_fails_the_second_time_is_its_own_gap(harness: Any) -> None:
     assert reasons == {"tile-mlir": "AttributeError: 'float' object has no attribute 'data_ptr'"}
 
 
+class _Buffer:
+    """A stand-in device buffer: a name, and the views of it the calls take."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_small_cases_take_their_placements_in_turn(harness: Any) -> None:
+    """A small case's systems run on copies of its tensors in turn, the first placement the
+    case's own (that result is the one checked); one buffer's copy serves every system
+    and argument that held it; anything not a tensor is passed as it is."""
+    x, out = _Buffer("x"), _Buffer("out")
+    copies: list[str] = []
+
+    def copy(value: Any, buffers: dict[Any, Any]) -> Any:
+        if not isinstance(value, _Buffer):
+            return value
+        if id(value) not in buffers:
+            buffers[id(value)] = _Buffer(f"{value.name}{len(copies)}")
+            copies.append(buffers[id(value)].name)
+        return buffers[id(value)]
+
+    seen: dict[str, list[tuple[str, str, float]]] = {"tile-mlir": [], "eager": []}
+
+    def record(system: str) -> Any:
+        def call(a: _Buffer, alpha: float, *, out: _Buffer) -> str:
+            seen[system].append((a.name, out.name, alpha))
+            return a.name
+        return call
+
+    checked: list[tuple[str, str]] = []
+    built = harness.Built({"tile-mlir": harness.Call(record("tile-mlir"), (x, 2.0), {"out": out}),
+                           "eager": harness.Call(record("eager"), (x, 2.0), {"out": out}),
+                           "compile": "n/a: no kernel"},
+                          lambda system, result: checked.append((system, result)))
+    assert harness.placements(harness.PLACED_BYTES) == harness.PLACEMENTS > 1
+    assert harness.placements(harness.PLACED_BYTES + 1) == 1
+    ready, reasons = harness.prepare(built, harness.STANDARD, lambda fn: fn, 3, copy)
+    assert reasons == {"compile": "no kernel"} and checked == [("tile-mlir", "x"), ("eager", "x")]
+    assert copies == ["x0", "out1", "x2", "out3"]  # two placements beyond the case's own
+    for system in ("tile-mlir", "eager"):
+        for _ in range(3):
+            ready[system]()
+        # the check's call, each placement once (warm-up), then the three above in turn
+        assert [(a, o) for a, o, _ in seen[system]] == [
+            ("x", "out"), ("x", "out"), ("x0", "out1"), ("x2", "out3"),
+            ("x", "out"), ("x0", "out1"), ("x2", "out3")]
+        assert {alpha for *_, alpha in seen[system]} == {2.0}
+    one, _ = harness.prepare(built, harness.STANDARD, lambda fn: fn)
+    assert not isinstance(one["eager"], harness.Rotation)
+
+
 def test_replot_from_saved_json(harness: Any, tmp_path: Path) -> None:
     """--plot re-plots a saved run (where matplotlib is installed)."""
     pytest.importorskip("matplotlib")
