@@ -25,10 +25,10 @@ class; from 2^24 for those, the fused_gated family (f32, bf16, f16) and the comp
 logical and special families in f32, bf16, f16 and i32; the integer and bool dtypes'
 families at 2^20 and from 2^24, and i32's from 2^14 (logical's but 2^20); fp8's
 unary_math, binary_arith, comparison, logical and special families from 2^14 (from 2^24
-not unary_math's nor special's); and for the ops whose cost is not their family's (gelu and gelu_tanh_and_mul in
-bf16 and f16, softplus in bf16, mish in f16; isnan, which of an integer or bool is a
-store of zeros); its meta lists the runs that made it, each timed as the benchmarks
-time; an H200 shares the chip name and so the file.
+not unary_math's nor special's); and for the ops whose cost is not their family's
+(gelu and gelu_tanh_and_mul in bf16 and f16, softplus in bf16, mish in f16; isnan,
+which of an integer or bool is a store of zeros); its meta lists the runs that made it,
+each timed as the benchmarks time; an H200 shares the chip name and so the file.
 """
 
 from __future__ import annotations
