@@ -381,11 +381,18 @@ def _output(b: Builder, name: str, given: Array | None, like: Array,
 # ------------------------------------------------------------------ launch
 
 
+SPREAD_CTAS_PER_SM = 4
+"""A spread kernel while its CTAs (tokens x ops of a token) are at most this many an SM:
+one wave (its CTAs of 256 or 512 threads, 4 an SM, fit an SM's 2048 threads)."""
+
+
 def _threads(heads: int, head_dim: int, rotary_dim: int, dtype: str, style: str, *,
              spread: bool) -> int:
     """Enough threads for one access each to the largest op of a token (a power of two,
     32 to 256, or 512 for a spread kernel's one op): 16-byte vectors along the neox
-    halves and the dims past rotary_dim, elements along GPT-J's pairs."""
+    halves and (a spread kernel's op) the dims past rotary_dim, elements along GPT-J's
+    pairs. A CTA per token stays at 256 (GPT-J's 512 pairs a token at 512 threads: 32
+    to 1024 tokens 2-7% faster, 4096 and 16384 tokens 3-4% slower, on an H100)."""
     vector = ACCESS_BYTES // DTYPES[dtype].bytes
     accesses = max(1, heads * (rotary_dim // 2) // (vector if style == "neox" else 1))
     if spread:
@@ -421,11 +428,12 @@ def _values(b: Builder, program: RopeProgram, arrays: dict[str, Array], tokens: 
 
 def _launch(b: Builder, style: str, arrays: dict[str, Array], rotary_dim: int) -> None:
     """The kernel's signature and launch: a CTA per token, or (a spread kernel) a CTA per
-    op of a token where those CTAs are no more than the SMs (a decode step's few tokens:
-    one CTA per token ran a token's ops one after another, each waiting for its loads,
-    on a few of the SMs). Measured on an H100 (bf16, bench/rope.py's models): GPT-J's
-    one token 5.57 -> 4.77 us, Llama-3-8B's 16 tokens 5.18 -> 4.64; past one wave the
-    spread kernel loses (Llama's 64 tokens, 256 CTAs, 5.25 -> 5.54 us)."""
+    op of a token where those CTAs make one wave (SPREAD_CTAS_PER_SM): with one CTA per
+    token a few tokens' ops ran one after another, each waiting for its loads, on a few
+    of the SMs. Measured on an H100 (bf16, bench/rope.py's models, us per call, spread
+    against a CTA per token): GPT-J's 1 token 4.77 / 5.57, 32 tokens 4.86 / 5.63, 64
+    5.34 / 5.66, 128 (768 CTAs) 6.16 / 5.98; Llama-3-8B's 32 tokens 4.74 / 5.18, 128 5.18
+    / 5.34, 256 (1024 CTAs) 6.18 / 5.89."""
     q, k = arrays["query"], arrays.get("key")
     tokens, rows = q.shape[0], arrays["cache"].shape[0]
     forward = all(s >= 0 for a in arrays.values() for s in a.strides)  # see coalesce.py
@@ -439,7 +447,7 @@ def _launch(b: Builder, style: str, arrays: dict[str, Array], rotary_dim: int) -
         head_dim=q.shape[2], rotary_dim=rotary_dim,
         threads=_threads(heads, q.shape[2], rotary_dim, q.dtype, style, spread=False),
         index_bits=bits)
-    if tokens * len(parts(sig)) <= driver.device_sms(b.device):
+    if tokens * len(parts(sig)) <= SPREAD_CTAS_PER_SM * driver.device_sms(b.device):
         sig = replace(sig, spread=True, threads=_threads(heads, q.shape[2], rotary_dim,
                                                          q.dtype, style, spread=True))
     program = RopeProgram(sig)
