@@ -176,10 +176,10 @@ def test_variant(device: Device, rng: np.random.Generator,
 def test_both_launch_forms(device: Device, rng: np.random.Generator,
                            monkeypatch: pytest.MonkeyPatch, neox: bool, spread: bool) -> None:
     """Few tokens take a CTA per op of a token (grid axis 1: query and key, each the pairs'
-    first elements, their second ones and the dims past rotary_dim) while those CTAs are
-    no more than the SMs, more tokens a CTA per token (the SM count moved to make these
-    4 tokens take either form): both rotate every element, and write NaN over the whole
-    row of a position outside the cache."""
+    first elements, their second ones and the dims past rotary_dim) while those CTAs make
+    one wave, more tokens a CTA per token (the SM count moved to make these 4 tokens take
+    either form): both rotate every element, and write NaN over the whole row of a
+    position outside the cache."""
     monkeypatch.setattr(driver, "device_sms", lambda device=0: 1 << 20 if spread else 1)
     shape, dtype = Shape(4, 3, 2, 48, 16), "bf16"
     q, k, q_dev, k_dev = _inputs(device, rng, dtype, shape)
