@@ -705,8 +705,8 @@ def main(bench: Benchmark, plan: Callable[[bool], list[Case]],
     started = time.perf_counter()
     env = chosen.environment()
     run = {"command": command.strip(), "env": env, "roofline_tbps": chosen.roofline(),
-           "reps": args.reps, "placements": PLACEMENTS, "placed_bytes": PLACED_BYTES,
-           "fake": args.dry_run}
+           "reps": args.reps, "placements": 1 if args.dry_run else PLACEMENTS,
+           "placed_bytes": PLACED_BYTES, "fake": args.dry_run}
     print(f"{bench.title}: {len(cases)} cases on {env['device']}; copy roofline "
           f"{run['roofline_tbps']:.2f} TB/s", flush=True)
     results = run_cases(bench, cases, chosen, lambda line: print(line, flush=True))
