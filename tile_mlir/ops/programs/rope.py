@@ -16,8 +16,9 @@ positions: CTA b takes tokens b*T .. b*T + T - 1 and, for each,
   (x2 cos + x1 sin) into the second, and a `copy` of the dimensions past
   rotary_dim;
 - a position outside the cache (p < 0 or p >= max_position) reads nothing
-  and fills the token's outputs with NaN (a `fill` in each op's place), so a
-  bad index shows instead of reading past the cache.
+  and fills the token's outputs with NaN (a `fill`, in a spread kernel by the
+  CTA of each array's first op), so a bad index shows instead of reading past
+  the cache.
 A *spread* kernel (few tokens: a decode step) runs each of a token's ops, one
 array's one slot, in a CTA of its own, grid axis 1 (`parts`): with one CTA per
 token its ops ran one after another, each waiting for its loads, while most SMs
@@ -153,19 +154,22 @@ def _inside(position: tl.Scalar, limit: tl.Scalar) -> tl.Bool:
 
 
 Build = Callable[[], None]
-Op = tuple[Build, Build]
-"""One op of a token: what builds it, and what fills its output region with NaN in its
-place (a position outside the cache)."""
+Op = tuple[Build, Build | None]
+"""One op of a token: what builds it, and what builds in its place for a position outside
+the cache (an array's first op: NaN over the array's whole row; the others: nothing)."""
 
 
 def _run(ops: list[Op], part: tl.Index | None, which: int) -> None:
     """Each op's `which` (0: the op, 1: its fill); only the part's in a spread kernel."""
     for index, op in enumerate(ops):
+        build = op[which]
+        if build is None:
+            continue
         if part is None:
-            op[which]()
+            build()
         else:
             with tl.if_(part == index):
-                op[which]()
+                build()
 
 
 def _ops(operands: dict[str, Any], token: tl.Index, position: tl.Index,
@@ -188,15 +192,13 @@ def _ops(operands: dict[str, Any], token: tl.Index, position: tl.Index,
         o2 = out[1][token, :, tl.ds(second, half, step)]
         cos, sin = (operands["cache"][position, tl.ds(0, heads), tl.ds(start, half)]
                     for start in (0, half))
-        regions = [(o1, partial(tl.cta.rope_first, o1, x1, x2, cos, sin, **options)),
-                   (o2, partial(tl.cta.rope_second, o2, x1, x2, cos, sin, **options))]
+        nan = partial(tl.cta.fill, out[0][token, :, :], float("nan"), **options)
+        found += [(partial(tl.cta.rope_first, o1, x1, x2, cos, sin, **options), nan),
+                  (partial(tl.cta.rope_second, o2, x1, x2, cos, sin, **options), None)]
         if rotary_dim < head_dim:
             rest = tl.ds(rotary_dim, head_dim - rotary_dim)
-            o3 = out[2][token, :, rest]
-            regions.append((o3, partial(tl.cta.elementwise, "copy", o3, x[token, :, rest],
-                                        **options)))
-        found += [(build, partial(tl.cta.fill, region, float("nan"), **options))
-                  for region, build in regions]
+            found.append((partial(tl.cta.elementwise, "copy", out[2][token, :, rest],
+                                  x[token, :, rest], **options), None))
     return found
 
 
