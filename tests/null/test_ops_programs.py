@@ -267,7 +267,12 @@ def test_rows_of_many_waves_take_cta_of_512_threads() -> None:
 def test_column_blocks_are_about_128_columns() -> None:
     """A columns stage's CTA takes the divisor of B nearest 128 columns (B itself when it
     is narrower or has none nearer: an odd 131), wider where its rows are too few for the
-    threads down the columns."""
+    threads down the columns; a batch of 65 to 128 columns in halves, where they divide
+    into vectors and the rows give every thread of the CTA one."""
+    assert column_width(128, 4096, 8) == 64
+    assert column_width(128, 16, 8) == 128  # 16 rows: too few for 256 threads down 8 across
+    assert column_width(64, 4096, 8) == 64
+    assert column_width(96, 4096, 8) == 48
     assert column_width(65536, 1024, 8) == 128
     assert column_width(192, 4096, 8) == 96
     assert column_width(131, 4096, 1) == 131

@@ -59,7 +59,14 @@ blocks of 128 columns (16 or 32 threads across, the rest down the rows), the row
 only as far as needed to give the GPU about TARGET_CTAS CTAs (1024 x 65536 bf16 2.52 ->
 2.77, f32 2.82 -> 3.00; 8192 x 8192 bf16 2.36 -> 2.66, f32 2.74 -> 2.87), against wider
 blocks and the rows cut first (blocks of up to 256 vectors). Blocks of 64 columns read
-524288 x 128 16-bit columns 3-4% faster but the wider ones 1% slower (not taken)."""
+the wider batches 1% slower, but a batch of 128 faster: NARROW_WIDTH."""
+NARROW_WIDTH = 64
+"""A batch of at most COLUMN_WIDTH columns but more than this is read in two halves (a CTA
+a half), where the halves divide into vectors and the rows give every thread one.
+Measured on an H100 (524288 x 128, sum and amax, beside torch.compile in one run): f32
+2.74 -> 2.82 and 2.78 -> 2.88 TB/s, f16 2.48 -> 2.55 and 2.45 -> 2.52, bf16 2.51 -> 2.59
+and 2.47 -> 2.54 (torch.compile 2.45-2.82); quarters (32 columns) were slower than
+halves in every one, and than the whole in the 16-bit ones."""
 SMALL_STAGE = 1 << 20
 """Bytes under which a stage of partials runs whole: cutting it costs a launch more."""
 
@@ -155,9 +162,14 @@ def rows_per_cta(stage: Stage) -> int:
 
 def column_width(b: int, r: int, vec: int) -> int:
     """Columns of a batch a CTA takes, a multiple of `vec` dividing B: B when it is at
-    most COLUMN_WIDTH, else the divisor nearest COLUMN_WIDTH (by ratio; a vector a thread
-    at most), widened while the CTA's threads down the columns would outnumber the R rows."""
+    most COLUMN_WIDTH (half of it when it is wider than NARROW_WIDTH, the half a multiple
+    of `vec` and the R rows enough for the CTA's threads down it), else the divisor
+    nearest COLUMN_WIDTH (by ratio; a vector a thread at most), widened while the CTA's
+    threads down the columns would outnumber the R rows."""
     if b <= COLUMN_WIDTH:
+        half = b // 2
+        if b > NARROW_WIDTH and half % vec == 0 and r * half >= COLUMN_BLOCK * vec:
+            return half
         return b
     cap = COLUMN_BLOCK * vec
     fits = [d for d in range(vec, min(b, cap) + 1, vec) if b % d == 0]
