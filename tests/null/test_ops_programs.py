@@ -273,11 +273,22 @@ def test_column_blocks_are_about_128_columns() -> None:
     assert column_width(128, 16, 8) == 128  # 16 rows: too few for 256 threads down 8 across
     assert column_width(64, 4096, 8) == 64
     assert column_width(96, 4096, 8) == 48
+    assert column_width(99, 4096, 1) == 99  # odd: no halves
     assert column_width(65536, 1024, 8) == 128
     assert column_width(192, 4096, 8) == 96
     assert column_width(131, 4096, 1) == 131
     assert column_width(100, 4096, 4) == 100
     assert column_width(1 << 26, 1, 8) == 2048  # one row: a vector a thread across
+
+
+def test_column_blocks_divide_the_batch_into_vectors() -> None:
+    """Whatever B, R and vector: a CTA's columns divide B (every column is some CTA's) and
+    are whole vectors."""
+    for vec in (1, 2, 4, 8):
+        for b in range(vec, 400, vec):
+            for r in (1, 16, 129, 4096):
+                width = column_width(b, r, vec)
+                assert b % width == 0 and width % vec == 0, (b, r, vec, width)
 
 
 def test_the_roles_name_the_library_s_arrays() -> None:

@@ -162,13 +162,14 @@ def rows_per_cta(stage: Stage) -> int:
 
 def column_width(b: int, r: int, vec: int) -> int:
     """Columns of a batch a CTA takes, a multiple of `vec` dividing B: B when it is at
-    most COLUMN_WIDTH (half of it when it is wider than NARROW_WIDTH, the half a multiple
-    of `vec` and the R rows enough for the CTA's threads down it), else the divisor
+    most COLUMN_WIDTH (half of it when it is wider than NARROW_WIDTH, even, the half a
+    multiple of `vec` and the R rows enough for the CTA's threads down it), else the divisor
     nearest COLUMN_WIDTH (by ratio; a vector a thread at most), widened while the CTA's
     threads down the columns would outnumber the R rows."""
     if b <= COLUMN_WIDTH:
         half = b // 2
-        if b > NARROW_WIDTH and half % vec == 0 and r * half >= COLUMN_BLOCK * vec:
+        if b > NARROW_WIDTH and b % 2 == 0 and half % vec == 0 and \
+                r * half >= COLUMN_BLOCK * vec:
             return half
         return b
     cap = COLUMN_BLOCK * vec
