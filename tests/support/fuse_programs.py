@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from mlir import runtime
 
-from support.host import CARRIERS, compiled
+from support.host import CARRIERS, compiled, grid_arguments
 from tile_mlir import op_table, pipeline
 from tile_mlir.context import new_context, parse
 from tile_mlir.diagnostics import DiagnosticSink
@@ -249,7 +249,7 @@ def run_on_host(gpu_text: str, chain: Chain, inputs: dict[str, Any]) -> np.ndarr
     Registers (private memory, each thread's own allocas) are plain host memory there."""
     out = np.full(chain.shape, np.nan, DTYPES[chain.dtype].np_dtype())
     program = compiled(gpu_text.replace(", #gpu.address_space<private>", ""))
-    args: list[Any] = [ctypes.pointer(ctypes.c_int64(1))]
+    args = grid_arguments(1)
     for operand in chain.operands:
         value = inputs[operand.name]
         args.append(ctypes.pointer(ctypes.c_float(value)) if operand.kind == "scalar"

@@ -390,14 +390,18 @@ class Buffer:
         return ctypes.pointer(ctypes.pointer(runtime.get_ranked_memref_descriptor(carrier)))
 
 
+def grid_arguments(grid: int, grid_y: int = 1) -> list[Any]:
+    """The host module's @run's first arguments: the grid's x and y sizes."""
+    return [ctypes.pointer(ctypes.c_int64(grid)), ctypes.pointer(ctypes.c_int64(grid_y))]
+
+
 def run(text: str, grid: int, args: Sequence[Any], buffers: Sequence[Buffer],
         grid_y: int = 1) -> None:
     """Run the kernel of `text` over `grid` x `grid_y` blocks: `args` as
     dispatch.kernel_arguments gives them (pointers are made-up addresses inside
     `buffers`)."""
     program = compiled(text)
-    packed: list[Any] = [ctypes.pointer(ctypes.c_int64(grid)),
-                         ctypes.pointer(ctypes.c_int64(grid_y))]
+    packed = grid_arguments(grid, grid_y)
     for (_, type_), value in zip(program.args, args, strict=True):
         if type_.startswith("memref"):
             buffer = next(b for b in buffers
