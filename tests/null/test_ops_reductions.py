@@ -85,7 +85,8 @@ def test_plans_cut_long_rows_and_tall_columns_into_chunks() -> None:
     rows = plan((1, 1 << 26), "f32", (1,), "sum")
     assert [(s.a, s.r, s.b, s.chunks) for s in rows] == [(1, 1 << 26, 1, 512), (1, 512, 1, 1)]
     cols = stages("sum", (1, 524288, 128), "bf16", "bf16", acc="f32", scale_count=524288)
-    assert [(s.src, s.dst, s.chunks) for s in cols] == [("bf16", "f32", 512), ("f32", "bf16", 1)]
+    # two halves of 64 columns (programs/reduction.py's NARROW_WIDTH), 256 chunks each
+    assert [(s.src, s.dst, s.chunks) for s in cols] == [("bf16", "f32", 256), ("f32", "bf16", 1)]
     assert cols[0].scale is None and cols[1].scale == 1 / 524288  # a mean scales once, last
     assert len(plan((8192, 8192), "f32", (1,), "amax")) == 1
 
