@@ -136,7 +136,7 @@ class _Kernel:
             reduce_model(self.program, values, self.device.buffers)
         elif self.text not in _TOGETHER:
             try:
-                run(self.text, gx, values, self.device.buffers, gy)
+                run(self.text, (gx, gy), values, self.device.buffers)
             except NotEmulated:  # threads that meet: the row ops' shuffles and barriers
                 _TOGETHER.add(self.text)
         if self.text in _TOGETHER:

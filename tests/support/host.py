@@ -390,18 +390,21 @@ class Buffer:
         return ctypes.pointer(ctypes.pointer(runtime.get_ranked_memref_descriptor(carrier)))
 
 
-def grid_arguments(grid: int, grid_y: int = 1) -> list[Any]:
+Grid = int | tuple[int, int]
+"""A grid of CTAs: a count, or x and y (simt.run takes the same)."""
+
+
+def grid_arguments(grid: Grid) -> list[Any]:
     """The host module's @run's first arguments: the grid's x and y sizes."""
-    return [ctypes.pointer(ctypes.c_int64(grid)), ctypes.pointer(ctypes.c_int64(grid_y))]
+    x, y = (grid, 1) if isinstance(grid, int) else grid
+    return [ctypes.pointer(ctypes.c_int64(x)), ctypes.pointer(ctypes.c_int64(y))]
 
 
-def run(text: str, grid: int, args: Sequence[Any], buffers: Sequence[Buffer],
-        grid_y: int = 1) -> None:
-    """Run the kernel of `text` over `grid` x `grid_y` blocks: `args` as
-    dispatch.kernel_arguments gives them (pointers are made-up addresses inside
-    `buffers`)."""
+def run(text: str, grid: Grid, args: Sequence[Any], buffers: Sequence[Buffer]) -> None:
+    """Run the kernel of `text` over `grid` blocks: `args` as dispatch.kernel_arguments
+    gives them (pointers are made-up addresses inside `buffers`)."""
     program = compiled(text)
-    packed = grid_arguments(grid, grid_y)
+    packed = grid_arguments(grid)
     for (_, type_), value in zip(program.args, args, strict=True):
         if type_.startswith("memref"):
             buffer = next(b for b in buffers

@@ -444,7 +444,7 @@ def _poison_shared(program: Compiled) -> None:
 
 
 def run(text: str, args: Sequence[Any], buffers: Sequence[host.Buffer],
-        grid: int | tuple[int, int] = 1, kernel: str | None = None) -> None:
+        grid: host.Grid = 1, kernel: str | None = None) -> None:
     """Run a kernel over `grid` CTAs (a count, or x and y), one after another, each CTA's
     threads together; `args` as host.run takes them. Raises EmulationError on what the
     ISA leaves undefined."""
