@@ -179,7 +179,7 @@ GOLDEN: dict[str, tuple[int, ...]] = {  # per KINDS, in order
     _E + "fused": (10, 12, 5, 6, 0, 0, 7),
     _E + "flat, i64": (10, 12, 5, 6, 0, 0, 4),
     _R + "rows 0": (4, 4, 0, 1, 8, 2, 2),
-    _R + "rows many waves 0": (4, 4, 0, 1, 7, 2, 2),  # 4 warps a row: 5 + 2 shuffles
+    _R + "rows many waves 0": (4, 4, 0, 1, 8, 2, 2),  # 8 warps a row: 5 + 3 shuffles
     _R + "rows split 0": (4, 4, 0, 1, 8, 2, 2),
     _R + "rows split 1": (1, 1, 0, 1, 3, 0, 2),  # rows of 8 vectors: 8 lanes, no barrier
     _R + "rows strided offset 0": (0, 5, 0, 1, 8, 2, 4),
@@ -257,11 +257,15 @@ def test_programs_are_kernel_programs() -> None:
 
 
 def test_rows_of_many_waves_take_cta_of_512_threads() -> None:
-    """A rows stage of many waves of CTAs runs CTAs of 512 threads of 4 rows (16 KiB of
-    bf16), a small one 256 threads (programs/reduction.py's measurements)."""
+    """A rows stage of many waves of CTAs runs CTAs of 512 threads of about 32 KiB (2 rows
+    of 8192 bf16), a small one 256 threads (programs/reduction.py's measurements); a row
+    of 32 KiB or more takes a CTA's every warp, shorter ones share it."""
     large, small = _reductions()["rows many waves 0"], _reductions()["rows 0"]
     assert [ReductionProgram(s).threads for s in (large, small)] == [512, 256]
-    assert large.grid == (8192 // 4, 1, 1)
+    assert large.grid == (8192 // 2, 1, 1)
+    for n, per_cta in ((1024, 16), (4096, 4), (16384, 1), (65536, 1)):
+        stage = stages("sum", ((1 << 26) // n, n, 1), "bf16", "bf16", acc="f32")[0]
+        assert stage.grid == ((1 << 26) // n // per_cta, 1, 1), n
 
 
 def test_column_blocks_are_about_128_columns() -> None:

@@ -41,17 +41,26 @@ H100)."""
 COLUMN_BLOCK = 256  # threads per CTA of a columns stage
 TARGET_CTAS = 4 * 132  # enough CTAs to fill an H100/H200 several times over
 CHUNK_BYTES = 1 << 16  # what one CTA of a split row or column block reads, about
-ROW_CTA_BYTES = 1 << 15  # what one CTA of whole rows reads, about: 64 bytes a thread
+ROW_CTA_BYTES = 1 << 15
+"""What one CTA of ROW_BLOCK threads reads of whole rows, about (64 bytes a thread): several
+rows of at most this, a row over all its warps where the row is this long or longer.
+Measured on an H100 (sums of 2^26 elements, each rule beside torch.compile in one run),
+against at least 4 rows a CTA (at most 4 warps a row) as before: f32 rows of 4096 3.03
+-> 3.05 TB/s, of 8192 3.01 -> 3.05 (torch.compile 3.06), of 16384 2.97 -> 3.05, of 32768
+3.00 -> 3.04; bf16 rows of 8192 2.86 -> 2.88 (torch.compile 2.92), of 16384 2.84 ->
+2.88, of 32768 2.84 -> 2.88; amax f16 and amin f32 over rows of 8192 2.86 -> 2.90 and
+3.01 -> 3.05. Neither 256 nor 1024 threads a CTA, nor 2 or 8 loads a lane, did better
+at 8192 and 16384 (bf16) or 4096 (f32)."""
 COLUMN_WIDTH = 128
 """Columns a CTA of a columns stage takes, about (column_width: the divisor of B nearest
 it, wider where the rows are few).
 
 Measured on an H100 (sums of 2^26 bf16 and f32 elements, reductions over rows of 128 to
 65536, columns of 1024 to 65536; forced geometries beside torch.compile in one run):
-rows read fastest by CTAs of 512 threads, at most 4 warps a row (bf16 2.70-2.83 ->
+rows read fastest by CTAs of 512 threads, several warps a row (bf16 2.70-2.83 ->
 2.77-2.88 TB/s, f32 2.92-2.99 -> 2.96-3.04, against CTAs of 256 threads and at least a
-row per warp), taking 64 bytes a thread (32 KiB a CTA; a later sweep of 256, 512 and
-1024 threads by 8 to 64 KiB a CTA, then bench/reductions.py's rows, against 16 KiB:
+row per warp), taking 64 bytes a thread (32 KiB a CTA, ROW_CTA_BYTES; a later sweep of
+256, 512 and 1024 threads by 8 to 64 KiB a CTA, then bench/reductions.py's rows, against 16 KiB:
 16-bit rows of 1024 2.80-2.82 -> 2.86-2.89 TB/s, 0.97-0.98x -> 0.99-1.00x torch.compile;
 16-bit amax/amin over rows of 128 2.76-2.79 -> 2.72-2.73, the rest within 1%; 256
 threads at 16 KiB measured the same but 1-2% under it on rows of 65536); columns by
@@ -141,16 +150,17 @@ def row_threads(stage: Stage) -> int:
 
 def rows_per_cta(stage: Stage) -> int:
     """Rows of [A * chunks, R / chunks] a CTA takes, dividing the row count, fewer while
-    the grid would not fill the GPU. CTAs of ROW_BLOCK threads take about ROW_CTA_BYTES,
-    at least a row per 4 warps (groups of lanes share longer rows), and may go down to one
-    row; smaller ones about CHUNK_BYTES, at least a row per group, down to a row per 8."""
+    the grid would not fill the GPU. CTAs of ROW_BLOCK threads take about ROW_CTA_BYTES
+    (groups of lanes share longer rows: a row of ROW_CTA_BYTES or more takes them all),
+    down to one row; smaller ones about CHUNK_BYTES, at least a row per group, down to a
+    row per 8."""
     threads = row_threads(stage)
     length = stage.r // stage.chunks
     lanes = min(32, 1 << max(length // stage.vec() - 1, 0).bit_length())
     groups = threads // lanes
     row_bytes = length * DTYPES[stage.src].bytes
     if threads == ROW_BLOCK:
-        want, least = max(groups // 4, ROW_CTA_BYTES // max(row_bytes, 1), 1), 1
+        want, least = max(ROW_CTA_BYTES // max(row_bytes, 1), 1), 1
     else:
         want, least = max(groups, CHUNK_BYTES // max(row_bytes, 1)), max(1, groups // 8)
     rows = stage.a * stage.chunks
