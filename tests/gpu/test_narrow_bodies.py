@@ -1,10 +1,11 @@
 """gpu tier: the ops whose results narrower than f32 take a cheaper body (op_table's
-narrow_body: bodies.softplus_narrow, mish_narrow, elu_narrow and selu_narrow, the MUFU's
-ex2.approx, lg2.approx and div.approx in place of libdevice's expf, expm1f, log1pf and
-tanhf) on every value of f16, bf16 and the fp8 types, softplus and elu for several of
-their parameters: within one ulp of the float64 result rounded once (NaN, the infinities
-and subnormal results included), the outputs poisoned first. How many results differ from torch's own (libdevice in f32) is printed:
-torch's are not correctly rounded either.
+narrow_body: bodies.softplus_narrow, mish_narrow, elu_narrow, selu_narrow and
+silu_narrow, the MUFU's ex2.approx, lg2.approx and div.approx in place of libdevice's
+expf, expm1f, log1pf and tanhf and the IEEE division) on every value of f16, bf16 and
+the fp8 types, softplus and elu for several of their parameters: within one ulp of the
+float64 result rounded once (NaN, the infinities and subnormal results included), the
+outputs poisoned first. How many results differ from torch's own (libdevice in f32) is
+printed: torch's are not correctly rounded either.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ def _float64_mish(x: np.ndarray) -> np.ndarray:
     return result
 
 
+def _float64_silu(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        result: np.ndarray = x / (1.0 + np.exp(-x))
+    return result
+
+
 def _float64_softplus(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
     """torch's softplus in float64, with its f32 overflow: exp(y) is inf from
     bodies.EXP_OVERFLOW on, so log1p(exp(y)) / beta is +-inf there."""
@@ -60,6 +67,11 @@ def test_softplus_on_every_value(dtype: str, beta: float, threshold: float) -> N
     _check("softplus", dtype, (beta, threshold),
            lambda F, x: F.softplus(x, beta, threshold),
            lambda x: _float64_softplus(x, beta, threshold))
+
+
+@pytest.mark.parametrize("dtype", NARROW)
+def test_silu_on_every_value(dtype: str) -> None:
+    _check("silu", dtype, (), lambda F, x: F.silu(x), _float64_silu)
 
 
 @pytest.mark.parametrize("dtype", NARROW)

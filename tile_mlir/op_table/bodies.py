@@ -548,6 +548,26 @@ def silu(args: list[Value], ty: Type) -> Value:
     return arith.divf(x, arith.addf(const(ty, 1.0), mlir_math.exp(arith.negf(x))))
 
 
+SILU_TAIL = -80.0
+"""Below it silu_narrow takes x * e^x: 1 + e^-x passes 2^115 there, and div.approx's
+divisor must stay under 2^126 (from x = -87.3 it returns 0, where bf16 still holds
+x / (1 + e^-x), down to about -1e-38 at x = -88); e^x / (1 + e^x) and e^x differ by
+under 2^-115 of it."""
+
+
+def silu_narrow(args: list[Value], ty: Type) -> Value:
+    """silu where the result is f16, bf16 or fp8 (computed in f32): x / (1 + e^-x) with
+    e^-x by ex2.approx and the quotient by div.approx, x * e^x below SILU_TAIL, in place
+    of libdevice's expf and an IEEE division. The f32 result is within 2^-17 of the
+    exact one (relative: ex2's argument rounds, up to 2^-17.7 at |x| = 80; the sum and
+    the quotient add a few ulps), so the narrow result is the correctly rounded one or
+    its neighbour (one ulp); NaN and the infinities as in `silu` (-inf gives NaN)."""
+    x = args[0]
+    quotient = _lanewise(DIV_APPROX, x, arith.addf(const(ty, 1.0), _exp_mufu(arith.negf(x), ty)))
+    tail = arith.mulf(x, _exp_mufu(x, ty))
+    return arith.select(compare("lt", x, const(ty, SILU_TAIL)), tail, quotient)
+
+
 def gelu(args: list[Value], ty: Type) -> Value:
     """x * 0.5 * (1 + erf(x * M_SQRT1_2))."""
     x = args[0]
