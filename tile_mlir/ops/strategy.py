@@ -9,8 +9,8 @@ elementwise/gmem variant plus the piece size:
            first compute (register_copy; the Hopper habit of several
            independent loads in flight).
 Threads per CTA and rounds per thread are the tunables. The default, without
-tuning: staged 16-byte vectors, 256 threads and 4 rounds from 2^24 elements,
-2 rounds from 2^19, 128 threads and 1 round below (small arrays still spread
+tuning: 16-byte vectors, 256 threads and 1 round from 2^26 elements, staged 4 rounds
+from 2^24, 2 rounds from 2^19, 128 threads and 1 round below (small arrays still spread
 over the SMs). At 2^22 elements 4 rounds were 2-12% slower than 2 on an H100 (add,
 exp and silu, bf16 and f32: bench/sizes.py's cases), so 2 rounds reach to 2^24.
 
@@ -27,8 +27,10 @@ families at 2^20 and from 2^24, and i32's from 2^14 (logical's but 2^20); fp8's
 unary_math, binary_arith, comparison, logical and special families from 2^14 (from 2^24
 not unary_math's nor special's); and for the ops whose cost is not their family's
 (gelu and gelu_tanh_and_mul in bf16 and f16, softplus in bf16, mish in f16; isnan,
-which of an integer or bool is a store of zeros); its meta lists the runs that made it,
-each timed as the benchmarks time; an H200 shares the chip name and so the file.
+which of an integer or bool is a store of zeros); at the 2^26 class, every family in
+every dtype and those ops' own in f32, bf16 and f16 (and the heavier f32 ones: sigmoid,
+tanh, erf, sin, cos, log1p, expm1, pow); its meta lists the runs that made it, each
+timed as the benchmarks time; an H200 shares the chip name and so the file.
 """
 
 from __future__ import annotations
@@ -49,12 +51,18 @@ STRATEGIES: dict[str, Strategy] = {
 }
 
 SIZE_CLASSES = ((14, "<2^14"), *((bits + 1, f"2^{bits}") for bits in range(14, 24)),
-                (999, "2^24"))
+                (26, "2^24"), (999, "2^26"))
 """(log2 bound, name): a size class holds the sizes below its bound and at or above the
 previous one; each is named after its smallest size. Every power of two from 2^14 to
 2^23 is a class of its own: there a kernel is a few waves or less, and the best
 geometry moves from one power to the next (wave quantization on 132 SMs, latency
-against bytes in flight); from 2^24 a call is many waves and one choice holds."""
+against bytes in flight); from 2^24 a call is many waves and two classes hold: 2^24 and
+2^25, and from 2^26 on. Measured on an H100 (every candidate beside torch eager and
+torch.compile, at 2^26 and 2^28), the choices tuned at 2^24 ran the light ops 0.5-1.5%
+under one round a thread from 2^26 (exp bf16 2^28 3.03 against 3.05 TB/s, sigmoid f16
+3.03 against 3.05, sqrt f32 3.01 against 3.05, where f16 3.06 against 3.11), while the
+heavier ones kept their 2 rounds (gelu bf16 2.99 against 2.87, mish f32 3.03 against
+3.02)."""
 
 
 listeners: list[Callable[[], None]] = []
@@ -68,7 +76,10 @@ def size_class(numel: int) -> str:
 
 def default(numel: int) -> Strategy:
     """Staged 16-byte vectors; fewer rounds and threads per CTA as arrays shrink, so that
-    there are still a CTA or two per SM (an H100 has 132)."""
+    there are still a CTA or two per SM (an H100 has 132); from 2^26, one round a thread
+    (SIZE_CLASSES: the fastest there for most ops)."""
+    if numel >= 1 << 26:
+        return Strategy(threads=256, vector_bytes=16, rounds=1, stage=1)
     if numel >= 1 << 24:
         return Strategy(threads=256, vector_bytes=16, rounds=4, stage=4)
     if numel >= 1 << 19:
