@@ -257,8 +257,7 @@ def test_size_classes_and_defaults() -> None:
              (1 << 26) - 1, 1 << 26, 1 << 30)
     assert [strategy.size_class(n) for n in sizes] \
         == ["<2^14", "<2^14", "2^14", "2^16", "2^19", "2^23", "2^24", "2^24", "2^26", "2^26"]
-    assert strategy.default(1 << 28) == Strategy(256, 16, 1, 1)  # one round a thread
-    assert strategy.default((1 << 26) - 1) == Strategy(256, 16, 4, 4)  # staged
+    assert strategy.default(1 << 28) == Strategy(256, 16, 4, 4)  # staged
     assert strategy.default(1 << 20) == Strategy(256, 16, 2, 2)
     assert strategy.default((1 << 24) - 1) == Strategy(256, 16, 2, 2)  # 4 rounds: slower
     assert strategy.default(1 << 24) == Strategy(256, 16, 4, 4)

@@ -9,8 +9,8 @@ elementwise/gmem variant plus the piece size:
            first compute (register_copy; the Hopper habit of several
            independent loads in flight).
 Threads per CTA and rounds per thread are the tunables. The default, without
-tuning: 16-byte vectors, 256 threads and 1 round from 2^26 elements, staged 4 rounds
-from 2^24, 2 rounds from 2^19, 128 threads and 1 round below (small arrays still spread
+tuning: staged 16-byte vectors, 256 threads and 4 rounds from 2^24 elements,
+2 rounds from 2^19, 128 threads and 1 round below (small arrays still spread
 over the SMs). At 2^22 elements 4 rounds were 2-12% slower than 2 on an H100 (add,
 exp and silu, bf16 and f32: bench/sizes.py's cases), so 2 rounds reach to 2^24.
 
@@ -62,7 +62,10 @@ torch.compile, at 2^26 and 2^28), the choices tuned at 2^24 ran the light ops 0.
 under one round a thread from 2^26 (exp bf16 2^28 3.03 against 3.05 TB/s, sigmoid f16
 3.03 against 3.05, sqrt f32 3.01 against 3.05, where f16 3.06 against 3.11), while the
 heavier ones kept their 2 rounds (gelu bf16 2.99 against 2.87, mish f32 3.03 against
-3.02)."""
+3.02). The default stays staged 4 rounds there: the families tuned at 2^26 (all but
+RoPE's, dropout's and the generators') have their choices shipped, and those left to the
+default ran slower on one round (bench/part2.py: sinusoidal f32 16384x4096 2.47 -> 2.16
+TB/s, dropout bf16 2^26 3.02 -> 2.89)."""
 
 
 listeners: list[Callable[[], None]] = []
@@ -76,10 +79,7 @@ def size_class(numel: int) -> str:
 
 def default(numel: int) -> Strategy:
     """Staged 16-byte vectors; fewer rounds and threads per CTA as arrays shrink, so that
-    there are still a CTA or two per SM (an H100 has 132); from 2^26, one round a thread
-    (SIZE_CLASSES: the fastest there for most ops)."""
-    if numel >= 1 << 26:
-        return Strategy(threads=256, vector_bytes=16, rounds=1, stage=1)
+    there are still a CTA or two per SM (an H100 has 132)."""
     if numel >= 1 << 24:
         return Strategy(threads=256, vector_bytes=16, rounds=4, stage=4)
     if numel >= 1 << 19:
