@@ -30,9 +30,8 @@ not unary_math's nor special's); and for the ops whose cost is not their family'
 which of an integer or bool is a store of zeros); at the 2^26 class, every family in
 every dtype its representative op takes (neg for the integers' unary_math, maximum for
 bool's binary_arith) and those ops' own in f32, bf16 and f16 (and the heavier f32 ones:
-sigmoid, tanh, erf, sin, cos, log1p, expm1, pow); its
-meta lists the runs that made it, each timed as the benchmarks time; an H200 shares the
-chip name and so the file.
+sigmoid, tanh, erf, sin, cos, log1p, expm1, pow); its meta lists the runs that made it,
+each timed as the benchmarks time; an H200 shares the chip name and so the file.
 """
 
 from __future__ import annotations
