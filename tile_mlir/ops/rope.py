@@ -447,11 +447,12 @@ def _launch(b: Builder, style: str, arrays: dict[str, Array], rotary_dim: int) -
         head_dim=q.shape[2], rotary_dim=rotary_dim,
         threads=_threads(heads, q.shape[2], rotary_dim, q.dtype, style, spread=False),
         index_bits=bits)
-    if tokens * len(parts(sig)) <= SPREAD_CTAS_PER_SM * driver.device_sms(b.device):
+    ops = len(parts(sig))
+    if tokens * ops <= SPREAD_CTAS_PER_SM * driver.device_sms(b.device):
         sig = replace(sig, spread=True, threads=_threads(heads, q.shape[2], rotary_dim,
                                                          q.dtype, style, spread=True))
     program = RopeProgram(sig)
-    grid = (-(-tokens // sig.tokens_per_cta), len(parts(sig)) if sig.spread else 1, 1)
+    grid = (-(-tokens // sig.tokens_per_cta), ops if sig.spread else 1, 1)
     b.launch(program, grid, _values(b, program, arrays, tokens, rows))
 
 
