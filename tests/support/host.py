@@ -394,9 +394,14 @@ Grid = int | tuple[int, int]
 """A grid of CTAs: a count, or x and y (simt.run takes the same)."""
 
 
+def grid_xy(grid: Grid) -> tuple[int, int]:
+    """The grid's x and y sizes."""
+    return (grid, 1) if isinstance(grid, int) else grid
+
+
 def grid_arguments(grid: Grid) -> list[Any]:
     """The host module's @run's first arguments: the grid's x and y sizes."""
-    x, y = (grid, 1) if isinstance(grid, int) else grid
+    x, y = grid_xy(grid)
     return [ctypes.pointer(ctypes.c_int64(x)), ctypes.pointer(ctypes.c_int64(y))]
 
 

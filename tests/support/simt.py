@@ -452,7 +452,7 @@ def run(text: str, args: Sequence[Any], buffers: Sequence[host.Buffer],
     packed = _packed(program, args, buffers)
     stack = threading.stack_size(1 << 20)
     try:
-        x, y = (grid, 1) if isinstance(grid, int) else grid
+        x, y = host.grid_xy(grid)
         for block_id in itertools.product(range(x), range(y), (0,)):
             _poison_shared(program)
             cta = CTA(program.kernel.block)
