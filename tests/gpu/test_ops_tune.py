@@ -22,7 +22,7 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 CHOICES = [Strategy(256, 1, 1, 1), Strategy(128, 16, 1, 1), Strategy(512, 16, 2, 2),
-           Strategy(256, 16, 8, 8)]
+           Strategy(256, 16, 8, 8), Strategy(256, 8, 2, 2), Strategy(128, 8, 1, 1)]
 BROKEN = Strategy(4096, 16, 1, 1)  # more threads than a CTA may have
 
 

@@ -127,6 +127,8 @@ STRATEGIES = [
     Strategy(128, 32, 2, 2),  # 32-byte vectors
     Strategy(512, 16, 8, 4),  # staged in two groups
     Strategy(64, 16, 3, 3),  # an odd round count
+    Strategy(256, 8, 2, 2),  # 8-byte vectors, staged
+    Strategy(128, 8, 1, 1),
 ]
 
 
@@ -145,6 +147,26 @@ def test_strategies(device: Device, rng: np.random.Generator, forced: Strategy,
     h = _normal(rng, shape, np.float16)
     _same(ops.gt(device.array(h), 0.5), h > np.float16(0.5))
     assert f"{forced.threads} threads x {forced.rounds} rounds" in device.launches[-1]
+
+
+@pytest.mark.parametrize("choice", [Strategy(256, 8, 2, 2), Strategy(128, 8, 1, 1)],
+                         ids=["t256v8r2s2", "t128v8r1s1"])
+def test_8_byte_vectors_of_every_element_size(device: Device, rng: np.random.Generator,
+                                              choice: Strategy,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """An 8-byte vector is one i64, two f32, four f16 or eight bytes (bool, fp8); a size
+    that leaves a tail past the last full vector."""
+    monkeypatch.setattr(strategy, "choose", lambda *args: choice)
+    n = 3 * 8 * choice.threads * choice.rounds + 13
+    i = rng.integers(-1 << 40, 1 << 40, n)
+    _same(ops.add(device.array(i), device.array(i[::-1].copy())), i + i[::-1])
+    flags = rng.random(n) < 0.5
+    a, b = _normal(rng, (n,), ml_dtypes.float8_e5m2), _normal(rng, (n,), ml_dtypes.float8_e5m2)
+    _same(ops.where(device.array(flags), device.array(a), device.array(b)), np.where(flags, a, b))
+    _same(ops.logical_not(device.array(flags)), ~flags)
+    h = _normal(rng, (n,), np.float16)
+    _same(ops.neg(device.array(h)), -h)
+    assert f"{choice.threads} threads x {choice.rounds} rounds of 8 B" in device.launches[-1]
 
 
 def test_large_staged_default(device: Device, rng: np.random.Generator) -> None:

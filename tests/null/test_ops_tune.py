@@ -218,6 +218,15 @@ def test_the_command_lines_cases() -> None:
     assert {op for op, _, _ in every} == set(tune.REPRESENTATIVE.values())
 
 
+def test_the_default_sizes_tune_every_size_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run without --sizes takes one size of each class, and no class twice."""
+    ran: list[list[tuple[str, str, int]]] = []
+    monkeypatch.setattr(tune, "run", lambda cases, *a, **k: ran.append(list(cases)))
+    assert tune.main(["--ops", "add", "--dtypes", "f32"]) == 0
+    classes = [strategy.size_class(numel) for _, _, numel in ran[0]]
+    assert classes == [name for _, name in strategy.SIZE_CLASSES]
+
+
 def test_no_gpu_is_said_in_a_line(capsys: pytest.CaptureFixture[str],
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     def no_gpu(device: int = 0) -> str:
