@@ -71,8 +71,36 @@ def test_no_candidate_ran(tuner: list[str], monkeypatch: pytest.MonkeyPatch) -> 
         return {}  # time_candidates logs each candidate that failed and leaves it out
 
     monkeypatch.setattr(tune, "time_candidates", none_planned)
-    with pytest.raises(RuntimeError, match="no candidate ran for add f32"):
+    with pytest.raises(RuntimeError, match="no candidate ran for add, div f32"):
         tune.run([("add", "f32", 1 << 16)], tuner.append)
+
+
+def test_a_family_key_weighs_its_sample_ops_alike(tuner: list[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A candidate fastest on the named op but slow on the family's other samples loses to
+    one fast on all of them (the geometric mean of the times); an op's own key is timed on
+    the op alone."""
+    narrow = Strategy(threads=128, vector_bytes=8, rounds=1, stage=1)
+    timed: list[str] = []
+
+    def seconds(op: str, dtype: str, numel: int, candidates: Sequence[Strategy],
+                log: Callable[[str], None], *, reps: int = 100) -> dict[Strategy, float]:
+        timed.append(op)
+        at = {FAST: 8e-6, narrow: 5e-6 if op == "where" else 20e-6}
+        return {c: at.get(c, 10e-6) for c in candidates}
+
+    monkeypatch.setattr(tune, "time_candidates", seconds)
+    assert tune.sample("where", "f16") == ("where", "clamp", "isnan")
+    assert tune.sample("where", "i64") == ("where", "clamp", "isnan")
+    assert tune.sample("where", "bool") == ("where", "isnan")  # clamp has no bool
+    assert tune.sample("neg", "i32") == ("neg",)  # nor exp and sqrt i32
+    tune.run([("where", "f16", 1 << 26)], tuner.append)
+    assert timed == ["where", "clamp", "isnan"]
+    assert strategy.choose("special", "f16", 1 << 26, "sm_90") == FAST
+    assert "8.0 us on where, clamp, isnan (was " in tuner[0]
+    timed.clear()
+    tune.run([("where", "f16", 1 << 26)], tuner.append, per_op=True)
+    assert timed == ["where"]
 
 
 def test_the_default_stays_unless_a_candidate_beats_it_by_the_margin() -> None:

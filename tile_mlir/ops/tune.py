@@ -2,15 +2,16 @@
 
 For each key (or, with `--per-op`, each op's own: an op whose cost is not its family's)
 it times every candidate strategy (threads per CTA, vector width, rounds per thread,
-staged or not, and seed 004's direct one) on an op of the family at a size of the class,
-the way the benchmarks time every system (timing.DeviceTimer: the candidates interleaved
-repetition by repetition, the L2 flushed before each, the median of at least 100), keeps
-the fastest (the default, or for an op's own key its family's choice, where that is
-within `margin` of it), and merges the choices into `ops-tuning-<chip>.json` in the
-kernel cache's directory, where strategy.choose finds them in every later process. It
-needs torch (for the tensors and events). Each power of two below 2^24 is a size class, then
-2^24 and 2^25 one, and from 2^26 on one (strategy.SIZE_CLASSES): `--sizes` names one size
-per class to tune, by default the smallest of each.
+staged or not, and seed 004's direct one) on an op of the family (and the family's
+SAMPLES: the geometric mean of their times) at a size of the class, the way the
+benchmarks time every system (timing.DeviceTimer: the candidates interleaved repetition
+by repetition, the L2 flushed before each, the median of at least 100), keeps the
+fastest (the default, or for an op's own key its family's choice, where that is within
+`margin` of it), and merges the choices into `ops-tuning-<chip>.json` in the kernel
+cache's directory, where strategy.choose finds them in every later process. It
+needs torch (for the tensors and events). Each power of two below 2^24 is a size class,
+then 2^24 and 2^25 one, and from 2^26 on one (strategy.SIZE_CLASSES): `--sizes` names one
+size per class to tune, by default the smallest of each.
 
     python -m tile_mlir.ops.tune                      # one op per family, every dtype
     python -m tile_mlir.ops.tune --ops add --dtypes bf16 --sizes 16,18,26
@@ -20,6 +21,7 @@ per class to tune, by default the smallest of each.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -57,6 +59,16 @@ REPRESENTATIVE = {"unary_math": "exp", "binary_arith": "add", "activation": "sil
                   "bitwise": "bitwise_and", "logical": "logical_and", "special": "where"}
 """The op a run without --ops times for each family (the shipped choices were made on
 these)."""
+
+SAMPLES = {"unary_math": ("exp", "sqrt", "neg"), "binary_arith": ("add", "div"),
+           "activation": ("silu", "relu"), "special": ("where", "clamp", "isnan")}
+"""The ops a family's key is also timed on, besides the one the run names (those of them
+with the key's dtype): a family's choice serves ops of other shapes and costs, and the
+one that suits one op may not suit another. Measured on an H100 (bench/elementwise.py's
+rows of 2^28, against the 16-byte choices before): with the 2^26 class tuned on exp and
+where alone, 8-byte vectors won those two and lost sqrt f32 3.04 -> 2.88 TB/s, clamp f16
+3.04 -> 2.83 and isnan f32 3.12 -> 2.75. A key's candidates are ranked by the geometric
+mean of their times over the ops (each op weighs the same, whatever its length)."""
 
 
 class MissingTorch(RuntimeError):
@@ -191,14 +203,25 @@ def pick(timings: dict[Strategy, float], default: Strategy, numel: int = 0) -> S
     return best
 
 
+def sample(op: str, dtype: str) -> tuple[str, ...]:
+    """The ops a family key of op's is timed on: op, then its family's SAMPLES of dtype."""
+    others = SAMPLES.get(op_table.ELEMENTWISE[op].family, ())
+    return (op, *(o for o in others if o != op and dtype in op_table.ELEMENTWISE[o].dtypes))
+
+
 def tune_key(op: str, dtype: str, numel: int, log: Callable[[str], None], *,
-             reps: int = timing.MIN_REPS, anchor: Strategy | None = None
-             ) -> tuple[Strategy, dict[Strategy, float]]:
+             reps: int = timing.MIN_REPS, anchor: Strategy | None = None,
+             ops: Sequence[str] = ()) -> tuple[Strategy, dict[Strategy, float]]:
     """The choice for the key of (op's family, dtype, numel) (`pick`, against `anchor`:
-    the default unless given), and every candidate's seconds per call (those that ran)."""
-    timings = time_candidates(op, dtype, numel, CANDIDATES, log, reps=reps)
+    the default unless given), and every candidate's seconds per call (those that ran):
+    with `ops` (op among them), the geometric mean of its seconds over them, for the
+    candidates that ran for every one."""
+    each = [time_candidates(name, dtype, numel, CANDIDATES, log, reps=reps)
+            for name in (ops or (op,))]
+    ran = [c for c in CANDIDATES if all(c in t for t in each)]
+    timings = {c: math.prod(t[c] for t in each) ** (1 / len(each)) for c in ran}
     if not timings:
-        raise RuntimeError(f"no candidate ran for {op} {dtype} {numel}")
+        raise RuntimeError(f"no candidate ran for {', '.join(ops or (op,))} {dtype} {numel}")
     return pick(timings, anchor or strategy.default(numel), numel), timings
 
 
@@ -212,17 +235,19 @@ class Outcome:
     before: Strategy
     before_seconds: float | None  # None when the earlier choice was not a candidate
     fastest: tuple[Strategy, float] | None = None  # where the margin kept another
+    ops: tuple[str, ...] = ()  # the ops timed: several, the times their geometric mean
 
     def line(self) -> str:
         near = ""
         if self.fastest is not None and self.fastest[0] != self.best:
             near = (f"; {_name(self.fastest[0])} {self.fastest[1] * 1e6:.1f} us is within "
                     "the margin")
+        on = f" on {', '.join(self.ops)}" if len(self.ops) > 1 else ""
         if self.best == self.before:
-            return (f"{self.key}: {_name(self.best)} {self.seconds * 1e6:.1f} us "
+            return (f"{self.key}: {_name(self.best)} {self.seconds * 1e6:.1f} us{on} "
                     f"(unchanged{near})")
         gain = f", {self.before_seconds / self.seconds:.2f}x" if self.before_seconds else ""
-        return (f"{self.key}: {_name(self.best)} {self.seconds * 1e6:.1f} us (was "
+        return (f"{self.key}: {_name(self.best)} {self.seconds * 1e6:.1f} us{on} (was "
                 f"{_name(self.before)}{gain}{near})")
 
 
@@ -267,10 +292,11 @@ def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = prin
         before = strategy.choose(family, dtype, numel, chip, op if per_op else None)
         anchor = strategy.choose(family, dtype, numel, chip) if per_op else None
         t0 = time.perf_counter()
-        best, timings = tune_key(op, dtype, numel, log, reps=reps, anchor=anchor)
+        timed = (op,) if per_op else sample(op, dtype)
+        best, timings = tune_key(op, dtype, numel, log, reps=reps, anchor=anchor, ops=timed)
         fastest = min(timings, key=lambda c: timings[c])
         outcome = Outcome(name, best, timings[best], before, timings.get(before),
-                          (fastest, timings[fastest]))
+                          (fastest, timings[fastest]), timed)
         outcomes.append(outcome)
         same = best == anchor  # an op's own key that says what its family's does: none
         path = strategy.save(chip, {} if same else {name: best}, meta, shipped=ship,
