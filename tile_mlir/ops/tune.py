@@ -51,8 +51,8 @@ CANDIDATES = [
 256 threads, 2 rounds (3.032). Against the 16-byte choice it replaced, in the tuner's own
 run: add f32 at 2^26 1.01x (256x1 of 8 B, 257.7 us)."""
 
-_BOUNDS = [bound for bound, _ in strategy.SIZE_CLASSES]
-CLASS_SIZES = (_BOUNDS[0] - 1, *_BOUNDS[:-1])
+CLASS_SIZES = (strategy.SIZE_CLASSES[0][0] - 1,
+               *(bound for bound, _ in strategy.SIZE_CLASSES[:-1]))
 """A log2 size in each size class, its smallest (below 2^14: 2^13): --sizes' default."""
 
 REPRESENTATIVE = {"unary_math": "exp", "binary_arith": "add", "activation": "silu",
@@ -210,19 +210,17 @@ def sample(op: str, dtype: str) -> tuple[str, ...]:
     return (op, *(o for o in others if o != op and dtype in op_table.ELEMENTWISE[o].dtypes))
 
 
-def tune_key(op: str, dtype: str, numel: int, log: Callable[[str], None], *,
-             reps: int = timing.MIN_REPS, anchor: Strategy | None = None,
-             ops: Sequence[str] = ()) -> tuple[Strategy, dict[Strategy, float]]:
-    """The choice for the key of (op's family, dtype, numel) (`pick`, against `anchor`:
-    the default unless given), and every candidate's seconds per call (those that ran):
-    with `ops` (op among them), the geometric mean of its seconds over them, for the
-    candidates that ran for every one."""
-    each = [time_candidates(name, dtype, numel, CANDIDATES, log, reps=reps)
-            for name in (ops or (op,))]
+def tune_key(ops: Sequence[str], dtype: str, numel: int, log: Callable[[str], None], *,
+             reps: int = timing.MIN_REPS, anchor: Strategy | None = None
+             ) -> tuple[Strategy, dict[Strategy, float]]:
+    """The choice for a key of dtype and numel timed on `ops` (`pick`, against `anchor`:
+    the default unless given), and per candidate that ran for every op the geometric mean
+    of its seconds per call over them."""
+    each = [time_candidates(op, dtype, numel, CANDIDATES, log, reps=reps) for op in ops]
     ran = [c for c in CANDIDATES if all(c in t for t in each)]
     timings = {c: math.prod(t[c] for t in each) ** (1 / len(each)) for c in ran}
     if not timings:
-        raise RuntimeError(f"no candidate ran for {', '.join(ops or (op,))} {dtype} {numel}")
+        raise RuntimeError(f"no candidate ran for {', '.join(ops)} {dtype} {numel}")
     return pick(timings, anchor or strategy.default(numel), numel), timings
 
 
@@ -294,7 +292,7 @@ def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = prin
         anchor = strategy.choose(family, dtype, numel, chip) if per_op else None
         t0 = time.perf_counter()
         timed = (op,) if per_op else sample(op, dtype)
-        best, timings = tune_key(op, dtype, numel, log, reps=reps, anchor=anchor, ops=timed)
+        best, timings = tune_key(timed, dtype, numel, log, reps=reps, anchor=anchor)
         fastest = min(timings, key=lambda c: timings[c])
         outcome = Outcome(name, best, timings[best], before, timings.get(before),
                           (fastest, timings[fastest]), timed)
