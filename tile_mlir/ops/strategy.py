@@ -3,9 +3,9 @@
 A strategy (programs/elementwise.py's Strategy) is seed 004's three, as options of the
 elementwise/gmem variant plus the piece size:
 - direct:  one element per access (vector_bytes = 1), one round per thread;
-- vector:  16-byte vectors, `rounds` per thread, each loaded, computed and
+- vector:  16-byte (or 8-byte) vectors, `rounds` per thread, each loaded, computed and
            stored in turn (explicit_parallel);
-- staged:  16-byte (or 32-byte) vectors, all `rounds` loads issued before the
+- staged:  16-byte (or 8- or 32-byte) vectors, all `rounds` loads issued before the
            first compute (register_copy; the Hopper habit of several
            independent loads in flight).
 Threads per CTA and rounds per thread are the tunables. The default, without
@@ -19,19 +19,19 @@ The autotuner (tune.py) measures candidates per (op family, dtype, size class), 
 and writes its choices to `ops-tuning-<chip>.json` in the kernel cache's directory,
 which `choose` reads first; then the choices shipped with the package for the chip
 (ops/tuned/<chip>.json, written by `python -m tile_mlir.ops.tune --ship` on the
-project's machines); then the default. sm_90.json ships an H100's choices for the
-unary_math, binary_arith and activation families in f32, bf16 and f16 at every size
-class; from 2^24 for those, the fused_gated family (f32, bf16, f16) and the comparison,
-logical and special families in f32, bf16, f16 and i32; the integer and bool dtypes'
-families at 2^20 and from 2^24, and i32's from 2^14 (logical's but 2^20); fp8's
-unary_math, binary_arith, comparison, logical and special families from 2^14 (from 2^24
-not unary_math's nor special's); and for the ops whose cost is not their family's
-(gelu and gelu_tanh_and_mul in bf16 and f16, softplus in bf16, mish in f16; isnan,
-which of an integer or bool is a store of zeros); at the 2^26 class, every family in
-every dtype its representative op takes (neg for the integers' unary_math, maximum for
-bool's binary_arith) and those ops' own in f32, bf16 and f16 (and the heavier f32 ones:
-sigmoid, tanh, erf, sin, cos, log1p, expm1, pow); its meta lists the runs that made it,
-each timed as the benchmarks time; an H200 shares the chip name and so the file.
+project's machines); then the default. sm_90.json ships an H100's choices: at the 2^24
+and 2^26 classes for every family in every dtype (each family timed on its
+representative and tune.SAMPLES; bool's binary_arith and the integers' unary_math, which
+the representatives do not take, on maximum and neg, before the 8-byte candidates);
+below 2^24 for the unary_math, binary_arith and activation families in f32, bf16 and f16
+at every size class, the integer and bool dtypes' families at 2^20, i32's from 2^14
+(logical's but 2^20), and fp8's unary_math, binary_arith, comparison, logical and special
+families from 2^14; and for the ops whose cost is not their family's (gelu and
+gelu_tanh_and_mul in bf16 and f16, softplus in bf16, mish in f16; isnan, which of an
+integer or bool is a store of zeros; at the 2^26 class the representatives' own in f32,
+bf16 and f16 and the heavier f32 ops': sigmoid, tanh, erf, sin, cos, log1p, expm1, pow);
+its meta lists the runs that made it, each timed as the benchmarks time; an H200 shares
+the chip name and so the file.
 """
 
 from __future__ import annotations
