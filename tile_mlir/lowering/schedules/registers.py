@@ -9,7 +9,8 @@ of the group holds the group's value). Where reduced axes are spread over warps
 too (warp fields), every thread leaves its value in a shared scratch at [slot,
 its thread index]; after one barrier of the scope every thread reads the
 partials of the warps that share its elements, in the same order everywhere (so
-every thread holds the same bits), and folds them. The result then goes into
+every thread holds the same bits), and folds them (a sum's or max's as a balanced tree:
+`_fold`). The result then goes into
 every holder's registers (dst's layout replicates over the reduced thread axes)
 or, for a memory dst, is written by one thread per output. A second barrier
 after the reads frees the scratch for the op's next run, only where it can run
@@ -338,12 +339,8 @@ def _through_mailboxes(op: _Local) -> None:
         first = arith.muli(slot, const_index(ctas))
         if _spread(op, ctas):
             return _over_lanes(op, ctas, lambda r: box.read(arith.addi(first, r)))
-        total = None
-        for r in range(ctas):
-            value = box.read(arith.addi(first, const_index(r)) if r else first)
-            total = value if total is None else op.red.combine(total, value)
-        assert total is not None
-        return total
+        return _fold(op.red, [box.read(arith.addi(first, const_index(r)) if r else first)
+                              for r in range(ctas)])
 
     _store_all(op, gather)
     if _trailing_cta_barrier(info.op.operation):
@@ -422,13 +419,8 @@ def _through_barriers(op: _Local) -> None:
         if _spread(op, len(offsets)):
             return _over_lanes(op, len(offsets), lambda k: read(arith.addi(root, arith.divui(
                 _field_offset(op.plan.ctas, k), const_index(cta_threads)))))
-        total = None
-        for offset in offsets:
-            value = read(arith.addi(root, const_index(offset // cta_threads)) if offset
-                         else root)
-            total = value if total is None else op.red.combine(total, value)
-        assert total is not None
-        return total
+        return _fold(op.red, [read(arith.addi(root, const_index(offset // cta_threads))
+                                   if offset else root) for offset in offsets])
 
     _store_all(op, gather)
     if trailing:
@@ -512,18 +504,40 @@ def _gather(op: _Local, load_at: Callable[[ir.Value], ir.Value], base: ir.Value)
     if _spread(op, op.plan.partials):
         return _over_lanes(op, op.plan.partials, lambda k: load_at(
             arith.addi(base, _field_offset(op.plan.warps, k))))
-    total = None
+    values = []
     for offset in op.plan.offsets():
         thread = arith.addi(base, const_index(offset)) if offset else base
         if op.plan.beyond:
             exists = arith.cmpi(arith.CmpIPredicate.ult, thread, const_index(op.plan.threads))
-            value = arith.select(exists, load_at(arith.select(exists, thread, base)),
-                                 op.red.identity())
+            values.append(arith.select(exists, load_at(arith.select(exists, thread, base)),
+                                       op.red.identity()))
         else:
-            value = load_at(thread)
-        total = value if total is None else op.red.combine(total, value)
-    assert total is not None
-    return total
+            values.append(load_at(thread))
+    return _fold(op.red, values)
+
+
+def _fold(red: Reduction, values: list[ir.Value]) -> ir.Value:
+    """Partials (the warps' or the CTAs') folded in one order, the same in every thread: a
+    single value's kind (sum, max...) as a balanced tree, so that the partial holding a
+    row's largest terms meets log2(k) roundings rather than up to k - 1 (and the critical
+    path is log2(k) combines); a tuple kind as a chain (its merge is long, and a tree in
+    every thread keeps more of its values live: `_over_lanes` spreads it instead).
+    Measured on an H100 (softmax f32, rows of 4097 under a cluster of 16 CTAs of 256
+    threads, 255744 random rows of randn * 8, the error of each row's largest element):
+    with the chains, median 0.80 ulp, 99th percentile 4.22, max 8.8, and a CTA of 1024
+    threads (its 32 warps' partials a chain) 0.96, 5.42, 11.2; with the trees 0.67, 3.28,
+    6.9 and 0.66, 3.27, 7.2; torch's 0.67, 3.27, 7.2 (a chain's worst rows failed the gpu
+    tier's "no worse than 4x torch's error" now and then). Device time in the same run
+    (100 repetitions, tree against chain): softmax and RMSNorm over rows of 1024 to 2^18
+    within +-0.2%, but RMSNorm bf16 rows of 2^16 3.029 -> 3.051 TB/s and sum bf16
+    8192x8192 over dim -1 2.895 -> 2.872."""
+    if red.arity > 1 or len(values) <= 2:
+        total = values[0]
+        for value in values[1:]:
+            total = red.combine(total, value)
+        return total
+    half = len(values) // 2
+    return red.combine(_fold(red, values[:half]), _fold(red, values[half:]))
 
 
 def _writer(op: _Local) -> ir.Value:
