@@ -52,8 +52,8 @@ merges, not k - 1 (a merge is a reciprocal and some ten dependent operations). M
 on an H100 (layer norm's cluster rows, 150 repetitions, the two folds in one process):
 bf16 rows of 2^18 2.68 -> 2.75 TB/s, f16 2^18 2.73 -> 2.75, bf16 2^16 2.89 -> 2.92, f32
 2^18 2.54 -> 2.55, f32 2^16 2.96 -> 2.95, bf16 2^15 2.94 both; a merge of the cost of an
-add (wrong output: the bound) ran bf16 2^18 at 2.76. A sum or max keeps its chain: an add
-is shorter than a shuffle.
+add (wrong output: the bound) ran bf16 2^18 at 2.76. A sum or max folds its partials in every
+thread (a balanced tree: `_fold`): an add is shorter than a shuffle.
 """
 
 from __future__ import annotations
