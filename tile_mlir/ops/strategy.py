@@ -19,19 +19,18 @@ The autotuner (tune.py) measures candidates per (op family, dtype, size class), 
 and writes its choices to `ops-tuning-<chip>.json` in the kernel cache's directory,
 which `choose` reads first; then the choices shipped with the package for the chip
 (ops/tuned/<chip>.json, written by `python -m tile_mlir.ops.tune --ship` on the
-project's machines); then the default. sm_90.json ships an H100's choices: at the 2^24
-and 2^26 classes for every family in every dtype (each family timed on its
-representative and tune.SAMPLES; bool's binary_arith and the integers' unary_math, which
-the representatives do not take, on maximum and neg, before the 8-byte candidates);
-below 2^24 for the unary_math, binary_arith and activation families in f32, bf16 and f16
-at every size class, the integer and bool dtypes' families at 2^20, i32's from 2^14
-(logical's but 2^20), and fp8's unary_math, binary_arith, comparison, logical and special
-families from 2^14; and for the ops whose cost is not their family's (gelu and
-gelu_tanh_and_mul in bf16 and f16, softplus in bf16, mish in f16; isnan, which of an
-integer or bool is a store of zeros; at the 2^26 class the representatives' own in f32,
-bf16 and f16 and the heavier f32 ops': sigmoid, tanh, erf, sin, cos, log1p, expm1, pow);
-its meta lists the runs that made it, each timed as the benchmarks time; an H200 shares
-the chip name and so the file.
+project's machines); then the default. sm_90.json ships an H100's choices: at the 2^16,
+2^18, 2^20, 2^22, 2^24 and 2^26 classes for every family in every dtype its
+representative op takes (timed on the representative and tune.SAMPLES), and at 2^24 and
+2^26 bool's binary_arith and the integers' unary_math too (on maximum and neg, before
+the 8-byte candidates); at the other classes below 2^24 for the unary_math, binary_arith
+and activation families in f32, bf16 and f16, and from 2^14 for i32's families and fp8's
+unary_math, binary_arith, comparison, logical and special families; and for the ops
+whose cost is not their family's (gelu and gelu_tanh_and_mul in bf16 and f16, softplus
+in bf16, mish in f16; isnan, which of an integer or bool is a store of zeros; at the
+2^26 class the representatives' own in f32, bf16 and f16 and the heavier f32 ops':
+sigmoid, tanh, erf, sin, cos, log1p, expm1, pow); its meta lists the runs that made it,
+each timed as the benchmarks time; an H200 shares the chip name and so the file.
 """
 
 from __future__ import annotations
