@@ -1,5 +1,6 @@
 // elementwise/gmem: global-memory operands, 16-byte vectors strided over the scope's threads.
 // RUN: tile-opt %s --split-input-file --tile-lower --canonicalize --cse | FileCheck %s
+// RUN: tile-opt %s --split-input-file -p tile-to-ptx --emit=ptx | FileCheck %s --check-prefix=PTX
 
 // 1024 floats over 256 threads: one round of one float4 each, no loop, no tail.
 // CHECK-LABEL: gpu.func @exact
@@ -39,6 +40,25 @@ gpu.module @m {
 gpu.module @m {
   gpu.func @tail(%a: memref<1003xf32>, %b: memref<1003xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
     "tile.elementwise"(%b, %a) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<1003xf32>, memref<1003xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// i32 cast into bf16 goes through f32, rounded twice as torch rounds it (sm_90's direct
+// cvt.rn.bf16.s32 rounds once: i32 2^30 + 2^22 + 1 would be 2^30 + 2^23, torch's 2^30).
+// The truncf names its rounding mode, or canonicalize folds the pair into one sitofp.
+// CHECK-LABEL: gpu.func @int_to_bf16
+// CHECK: %[[W:.*]] = arith.sitofp %{{.*}} : vector<4xi32> to vector<4xf32>
+// CHECK: arith.truncf %[[W]] to_nearest_even : vector<4xf32> to vector<4xbf16>
+// PTX-LABEL: .entry int_to_bf16(
+// PTX-NOT: cvt.rn.bf16.s32
+// PTX: cvt.rn.f32.s32
+// PTX: cvt.rn.bf16.f32
+gpu.module @m {
+  gpu.func @int_to_bf16(%a: memref<1024xi32>, %b: memref<1024xbf16>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    "tile.elementwise"(%b, %a) {op = "cast", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<1024xbf16>, memref<1024xi32>) -> ()
     gpu.return
   }
 }

@@ -191,3 +191,27 @@ def test_div_trunc_of_quotients_just_under_an_integer(dtype: str,
     for divisor in (3.0, 7.0, 0.1):
         assert torch.equal(ops.div(a, divisor, rounding_mode="trunc"),
                            torch.div(a, divisor, rounding_mode="trunc")), divisor
+
+
+@pytest.mark.parametrize("source", ["int32", "int64"])
+@pytest.mark.parametrize("target", ["bfloat16", "float16"])
+def test_integers_into_a_16_bit_float_round_through_float32(source: str, target: str,
+                                                            rng: np.random.Generator) -> None:
+    """An integer result written to a 16-bit float `out=` is rounded as torch rounds it:
+    to float32, then to the 16-bit type. Integers just past the midpoint between two
+    bf16 values (the midpoint plus a few units: float32 rounds them onto the midpoint,
+    which then rounds to even) differ from one direct rounding; fresh random ones too.
+    Element for element against torch, every element written."""
+    torch = torch_module()
+    bits = 31 if source == "int32" else 63
+    high = rng.integers(25, bits, 4099)  # the value's top bit; float32 is exact below 2^25
+    top = np.left_shift(128 + rng.integers(0, 128, 4099), high - 7)  # a bf16 value
+    past = top + np.left_shift(1, high - 8) + rng.integers(1, 1 << 62, 4099) % \
+        np.left_shift(1, high - 24)  # its midpoint, plus less than half a float32 ulp
+    values = np.concatenate([past, -past, rng.integers(-2**bits, 2**bits, 4099)])
+    x = torch.tensor(values, device="cuda").to(getattr(torch, source))
+    for op, args in (("bitwise_or", (x, 0)), ("bitwise_not", (~x,)), ("neg", (-x,))):
+        want = getattr(torch, op)(*args).to(getattr(torch, target))
+        got = torch.full(x.shape, float("nan"), dtype=getattr(torch, target), device="cuda")
+        getattr(ops, op)(*args, out=got)
+        assert torch.equal(got, want), (op, int((got != want).sum()))

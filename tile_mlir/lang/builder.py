@@ -33,6 +33,7 @@ from tile_mlir.dtypes import DTYPES
 from tile_mlir.lang import errors
 from tile_mlir.lang.spec import ScalarSpec, Specialization, TensorSpec, sizing
 from tile_mlir.lang.values import SCALARS, Bool, Index, IndexLike, Number, Scalar, Tensor
+from tile_mlir.lowering.support.compute import convert
 from tile_mlir.toolchain import SPILL_ATTR
 
 DYNAMIC = ir.ShapedType.get_dynamic_size()
@@ -223,30 +224,11 @@ def scalar_compare(predicate: str, a: Scalar, b: Number) -> Bool:
                                a.value, rhs))
 
 
-def _convert(value: ir.Value, source: str, target: str) -> ir.Value:
-    src, dst = DTYPES[source], DTYPES[target]
-    type_ = element_type(target)
-    if dst.kind == "bool":
-        zero = scalar_constant(source, 0)
-        if src.kind == "float":
-            return arith.cmpf(arith.CmpFPredicate.UNE, value, zero)
-        return arith.cmpi(arith.CmpIPredicate.ne, value, zero)
-    if src.kind == "float" and dst.kind == "float":
-        return arith.extf(type_, value) if dst.bits > src.bits else arith.truncf(type_, value)
-    if src.kind == "float":
-        return arith.fptosi(type_, value)
-    if dst.kind == "float":
-        return arith.uitofp(type_, value) if src.kind == "bool" else arith.sitofp(type_, value)
-    if dst.bits > src.bits:
-        return arith.extui(type_, value) if src.kind == "bool" else arith.extsi(type_, value)
-    return arith.trunci(type_, value)
-
-
 def scalar_to(a: Scalar, dtype: str) -> Scalar:
     if dtype == a.dtype:
         return a
     with at():
-        return SCALARS[dtype](_convert(a.value, a.dtype, dtype))
+        return SCALARS[dtype](convert(a.value, DTYPES[a.dtype], DTYPES[dtype], 1))
 
 
 def scalar_index(a: Scalar) -> Index:

@@ -75,7 +75,10 @@ _F16, _F32, _I8 = DTYPES["f16"], DTYPES["f32"], DTYPES["i8"]
 
 
 def convert(value: ir.Value, src: DType, dst: DType, vec: int) -> ir.Value:
-    """`value` (scalar or vector of `vec`) from type src to type dst."""
+    """`value` (scalar or vector of `vec`) from type src to type dst, as torch converts:
+    an integer becomes a 16-bit float through f32, rounded twice (c10's Half and
+    BFloat16 are made from a float), where sm_90's cvt.rn.bf16.s32 would round once
+    (i32 2^30 + 2^22 + 1 is bf16 2^30 through f32, 2^30 + 2^23 directly)."""
     if src.name == dst.name:
         return value
     if src.name in FP8:
@@ -83,6 +86,8 @@ def convert(value: ir.Value, src: DType, dst: DType, vec: int) -> ir.Value:
     if dst.name in FP8:
         return _to_fp8(convert(value, src, _F32, vec), dst, vec)
     target = value_type(dst, vec)
+    if dst.is_float and not src.is_float:
+        return _int_to_float(value, src, dst, vec)
     if dst.kind == "bool":  # C's conversion to bool: nonzero (and NaN) is true
         zero = const(value.type, 0)
         if src.is_float:
@@ -90,14 +95,22 @@ def convert(value: ir.Value, src: DType, dst: DType, vec: int) -> ir.Value:
         return arith.cmpi(arith.CmpIPredicate.ne, value, zero)
     if src.is_float and dst.is_float:
         return arith.extf(target, value) if dst.bits > src.bits else arith.truncf(target, value)
-    if dst.is_float:
-        return arith.uitofp(target, value) if src.kind == "bool" else \
-            arith.sitofp(target, value)
     if src.is_float:
         return arith.fptosi(target, value)
     if src.kind == "bool" or dst.bits > src.bits:
         return arith.extui(target, value) if src.kind == "bool" else arith.extsi(target, value)
     return arith.trunci(target, value)
+
+
+def _int_to_float(value: ir.Value, src: DType, dst: DType, vec: int) -> ir.Value:
+    """An integer or bool to a float type: to a 16-bit one through f32 (see convert)."""
+    target = value_type(dst, vec)
+    if dst.bits < 32:
+        # the rounding mode spelled out keeps canonicalize from folding the pair into
+        # one sitofp (arith's TruncFSIToFPToSIToFP skips a truncf that names its mode)
+        return arith.truncf(target, _int_to_float(value, src, _F32, vec),
+                            roundingmode=arith.RoundingMode.to_nearest_even)
+    return arith.uitofp(target, value) if src.kind == "bool" else arith.sitofp(target, value)
 
 
 def _pairs(bytes_: ir.Value, vec: int) -> list[ir.Value]:
