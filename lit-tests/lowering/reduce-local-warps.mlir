@@ -7,7 +7,8 @@
 // A row of 1024 floats over a 256-thread CTA: 4 registers a thread, 5 shuffles, every
 // thread leaves its warp's value at its own index, one barrier, 8 partials read from
 // the same addresses in every thread (its base: its index with the reduced fields
-// cleared), folded in one order.
+// cleared), folded as a balanced tree in the same order in every thread (3 levels for
+// 8: in a sum a partial meets log2(8) roundings, where a chain gave the first one 7).
 // CHECK-LABEL: gpu.func @cta
 // CHECK: %[[T:.*]] = gpu.thread_id x
 // CHECK: memref.get_global @__tile_reduce_0 : memref<256xf32, #gpu.address_space<workgroup>>
@@ -15,9 +16,23 @@
 // CHECK-COUNT-5: nvvm.shfl.sync  bfly %c-1_i32
 // CHECK: memref.store %{{.*}}, %{{.*}}[%[[T]]] : memref<256xf32, #gpu.address_space<workgroup>>
 // CHECK-NEXT: gpu.barrier
-// CHECK-COUNT-8: memref.load %{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[P0:.*]] = memref.load %{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[P1:.*]] = memref.load %{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[P2:.*]] = memref.load %{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[P3:.*]] = memref.load %{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[P4:.*]] = memref.load %{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[P5:.*]] = memref.load %{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[P6:.*]] = memref.load %{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[P7:.*]] = memref.load %{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[A:.*]] = arith.maximumf %[[P0]], %[[P1]] : f32
+// CHECK: %[[B:.*]] = arith.maximumf %[[P2]], %[[P3]] : f32
+// CHECK: %[[AB:.*]] = arith.maximumf %[[A]], %[[B]] : f32
+// CHECK: %[[C:.*]] = arith.maximumf %[[P4]], %[[P5]] : f32
+// CHECK: %[[D:.*]] = arith.maximumf %[[P6]], %[[P7]] : f32
+// CHECK: %[[CD:.*]] = arith.maximumf %[[C]], %[[D]] : f32
+// CHECK: %[[ALL:.*]] = arith.maximumf %[[AB]], %[[CD]] : f32
 // CHECK-NOT: gpu.barrier
-// CHECK: memref.store %{{.*}} : memref<1xf32, #gpu.address_space<private>>
+// CHECK: memref.store %[[ALL]], %{{.*}} : memref<1xf32, #gpu.address_space<private>>
 // PTX-LABEL: .entry cta(
 // PTX-NOT: .local
 // PTX-COUNT-5: shfl.sync.bfly.b32
