@@ -173,6 +173,15 @@ def test_errors_name_the_argument(device: Device) -> None:
         ops.div(x, x, rounding_mode="nearest")
     with pytest.raises(TypeError, match=r"exp is not defined on float64 \(argument 'input'"):
         ops.exp(np.ones(3))
+    mask = device.array(np.ones((3, 4), bool))
+    for a, b, name in ((x, True, "other"), (mask, 1.5, "input"), (x, mask, "other"),
+                       (False, x, "input")):
+        with pytest.raises(TypeError, match=f"sub: argument '{name}' is a bool"):
+            ops.sub(a, b)
+    out = device.array(np.full((3, 4), 7.0, np.float32))
+    with pytest.raises(TypeError, match="sub: argument 'other' is a bool"):
+        ops.sub(x, True, out=out)
+    assert (out.numpy() == 7.0).all()
 
 
 def test_integer_errors(device: Device) -> None:

@@ -181,8 +181,13 @@ def sub(b: Builder, input: Operand, other: Operand, *, alpha: Scalar | float = 1
         out: Array | None = None) -> str:
     """sub(input, other, *, alpha=1, out=None) -> Tensor
 
-    input - alpha * other. As torch.sub."""
+    input - alpha * other. As torch.sub, which refuses a bool operand (an array, a
+    0-d array or a Python bool) whatever the other's dtype."""
     assert isinstance(alpha, Scalar)
+    for operand in (input, other):
+        if operand.dtype == "bool":
+            raise TypeError(f"sub: argument '{operand.name}' is a bool: torch.sub does not "
+                            f"subtract bools (for a mask, use logical_not or bitwise_xor)")
     if alpha.value == 1:
         return run(b, "sub", [In(input), In(other)], out)
     negated = replace(alpha, value=-alpha.value, expr=f"-({alpha.expr})")
