@@ -1621,9 +1621,13 @@ class TorchReference(Reference):
                 target = getattr(torch, DTYPES[common].numpy)
                 args = [a.to(target) if isinstance(a, torch.Tensor) and a.dim() == 0 and
                         not self._fp8(a) and a.is_floating_point() else a for a in args]
+            # an fp8 array beside a wider float is that float's (docs/ops.md): torch's op
+            # on it (floor_divide's floor kept in f16/bf16); else float32 and back
+            wide = torch.float32 if common in FP8 or not DTYPES[common].is_float else \
+                getattr(torch, DTYPES[common].numpy)
             shadows: dict[int, Any] = {}
-            args = [self._widen(a, shadows) for a in args]
-            kwargs = {k: self._widen(v, shadows) for k, v in kwargs.items()}
+            args = [self._widen(a, shadows, wide) for a in args]
+            kwargs = {k: self._widen(v, shadows, wide) for k, v in kwargs.items()}
             if case.op == "nan_to_num" and model in FP8:  # the fp8 type's extremes
                 kwargs.setdefault("posinf", float(max_value(model)))
                 kwargs.setdefault("neginf", float(lowest(model)))
@@ -1637,17 +1641,17 @@ class TorchReference(Reference):
         return isinstance(value, self.torch.Tensor) and \
             self.names.get(str(value.dtype).removeprefix("torch.")) in FP8
 
-    def _widen(self, value: Any, shadows: dict[int, Any]) -> Any:
-        """An fp8 tensor as float32, the same view of a float32 copy of its storage (one
-        copy per storage): views that overlap or repeat elements (out= expanded, or over
-        an input's storage) still do, so torch's checks of out= see what it would."""
+    def _widen(self, value: Any, shadows: dict[int, Any], wide: Any) -> Any:
+        """An fp8 tensor as `wide` (exactly), the same view of a `wide` copy of its storage
+        (one copy per storage): views that overlap or repeat elements (out= expanded, or
+        over an input's storage) still do, so torch's checks of out= see what it would."""
         if not self._fp8(value):
             return value
         storage = value.untyped_storage()
         shadow = shadows.get(storage.data_ptr())
         if shadow is None:
             flat = self.torch.empty(0, dtype=value.dtype, device=value.device).set_(storage)
-            shadow = shadows[storage.data_ptr()] = flat.float()
+            shadow = shadows[storage.data_ptr()] = flat.to(wide)
         return shadow.as_strided(value.size(), value.stride(), value.storage_offset())
 
     def _tensor(self, value: Any, like: Any, op: str) -> Any:
