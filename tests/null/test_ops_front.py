@@ -174,6 +174,8 @@ def test_errors_name_the_argument(device: Device) -> None:
     with pytest.raises(TypeError, match=r"exp is not defined on float64 \(argument 'input'"):
         ops.exp(np.ones(3))
     mask = device.array(np.ones((3, 4), bool))
+    ops.sub(x, 1)
+    ops.sub(x, 1)  # a plan for a Python int, on the fast path: True is an int to Python
     for a, b, name in ((x, True, "other"), (mask, 1.5, "input"), (x, mask, "other"),
                        (False, x, "input")):
         with pytest.raises(TypeError, match=f"sub: argument '{name}' is a bool"):
