@@ -168,6 +168,10 @@ def test_integers(device: Device, rng: np.random.Generator) -> None:
     np.testing.assert_array_equal(fused(i).numpy(), ((i.numpy() + 3) * 2) ^ 5)
     with pytest.raises(OverflowError, match="argument 'other'"):
         ops.fuse(lambda i: ops.add(ops.neg(i), 1 << 40))(i)
+    with pytest.raises(TypeError, match="sub: argument 'other' is a bool"):  # as unfused
+        ops.fuse(lambda i: ops.sub(ops.neg(i), True))(i)
+    with pytest.raises(TypeError, match="sub: argument 'the result of gt' is a bool"):
+        ops.fuse(lambda i: i - ops.gt(i, 0))(i)
 
 
 # ------------------------------------------------------------------ out= and views
