@@ -141,7 +141,8 @@ def index_compare(predicate: str, a: Index, b: IndexLike) -> Bool:
 
 
 def index_to(a: Index, dtype: str) -> Scalar:
-    """An index as a number: integers by index_cast, floats through i64."""
+    """An index as a number: integers by index_cast, floats through i64 (and `convert`,
+    which takes an integer to f16/bf16 through f32 as everywhere else)."""
     kind = DTYPES[dtype].kind
     if kind == "bool":
         raise errors.program_error("an Index converts to a number type, not bool: compare it")
@@ -149,7 +150,7 @@ def index_to(a: Index, dtype: str) -> Scalar:
         if kind == "int":
             return SCALARS[dtype](arith.index_cast(element_type(dtype), a.value))
         wide = arith.index_cast(element_type("i64"), a.value)
-        return SCALARS[dtype](arith.sitofp(element_type(dtype), wide))
+        return SCALARS[dtype](convert(wide, DTYPES["i64"], DTYPES[dtype], 1))
 
 
 def bool_value(value: Bool | Scalar | bool) -> ir.Value:
