@@ -453,7 +453,18 @@ def draw(tier: Tier, seed: int, index: int) -> Case:
         # weight view (the library makes them with torch's own methods)
         plain = family == "fused_gated" or op == "prelu"
         case = replace(case, kind="cai" if plain else pick(rng, ("torch", "cai")))
-    return DRAWERS[_group(family)](rng, case, tier)
+    return _bool_subtraction(DRAWERS[_group(family)](rng, case, tier))
+
+
+def _bool_subtraction(case: Case) -> Case:
+    """sub with a bool operand (an array or a Python bool) fails in both: torch raises
+    "Subtraction, the `-` operator, with a bool tensor is not supported", the library a
+    TypeError naming the argument."""
+    if case.op != "sub" or case.expect != "ok" or not any(
+            (isinstance(a, Array) and a.dtype == "bool") or
+            (isinstance(a, Number) and isinstance(a.value, bool)) for a in case.args):
+        return case
+    return replace(case, expect="error", why="sub with a bool (torch: RuntimeError)")
 
 
 def _group(family: str) -> str:
