@@ -218,7 +218,8 @@ _POWERS = {0.5: "sqrt", -0.5: "rsqrt", -1.0: "reciprocal"}
 
 def _api_form(case: Case, args: list[Any], converted: list[Any], compute: str) -> Any:
     """The reference of what the library (as torch) runs for the call: a division by a
-    number multiplies by its reciprocal (double, then the compute type); pow by a number
+    number multiplies by its reciprocal (double, then the compute type; float32 for
+    rounding_mode "trunc" and "floor", as torch's kernels for a CPU scalar); pow by a number
     is sqrt, rsqrt or reciprocal for 0.5, -0.5, -1, and multiplies out 2, 3, -2."""
     if case.op == "div" and case.shapes[1] is None:
         inverse = np.float64(1.0) / np.float64(args[1])
@@ -237,6 +238,12 @@ def _api_form(case: Case, args: list[Any], converted: list[Any], compute: str) -
         return op_table.ELEMENTWISE["floor_divide_scalar"].ref(
             converted[0], _to_compute(b32, compute), _to_compute(inverse32, compute),
             **storage)
+    if case.op == "div_trunc" and case.shapes[1] is None and case.shapes[0] is not None \
+            and DTYPES[case.result].is_float:
+        with np.errstate(all="ignore"):
+            inverse32 = np.float32(1.0) / np.float32(args[1])
+        return op_table.ELEMENTWISE["div_trunc_scalar"].ref(converted[0],
+                                                             _to_compute(inverse32, compute))
     return case.row.ref(*converted, **storage)
 
 
