@@ -1626,12 +1626,13 @@ class TorchReference(Reference):
         fp8 = any(self._fp8(a) for a in [*args, *kwargs.values()])
         if fp8:
             # torch casts every tensor operand to the common dtype first: a 0-d float
-            # beside an fp8 array is narrowed to it (as the library does), then widened
+            # beside an fp8 array is narrowed to it, then widened; as the library
+            # narrows it, saturating to e4m3fn (docs/ops.md), where torch's cast gives NaN
             common = common_dtype(case)
             if common in FP8:
-                target = getattr(torch, DTYPES[common].numpy)
-                args = [a.to(target) if isinstance(a, torch.Tensor) and a.dim() == 0 and
-                        not self._fp8(a) and a.is_floating_point() else a for a in args]
+                args = [self._narrow(a, common) if isinstance(a, torch.Tensor) and
+                        a.dim() == 0 and not self._fp8(a) and a.is_floating_point() else a
+                        for a in args]
             # an fp8 array beside a wider float is that float's (docs/ops.md): torch's op
             # on it (floor_divide's floor kept in f16/bf16); else float32 and back
             wide = torch.float32 if common in FP8 or not DTYPES[common].is_float else \
