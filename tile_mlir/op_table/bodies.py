@@ -884,9 +884,8 @@ def _alibi_slope(head: Value, pow2: Value, f64: Type) -> Value:
     left is not this arithmetic: the kernel took 1.22 us (Triton's 0.96-0.99, in each run)
     with _exp2_near in Estrin's form (depth 4, not 13), with the slope from f32 exp2, with
     a constant slope, without _divide's 64-bit branch, and without the per-lane path (each
-    change alone); nor the geometry (64 to 512
-    threads, 4- to 32-byte stores, 1 or 2 rounds: 128 threads of 16 bytes, as Triton's
-    faster config, was the fastest)."""
+    change alone); nor the geometry (64 to 512 threads, 4- to 32-byte stores, 1 or 2
+    rounds: 128 threads of 16 bytes, one of Triton's two configs, was the fastest)."""
     it = head.type
     eight = const(it, 8)
     first = arith.muli(arith.addi(head, const(it, 1)), eight)
