@@ -21,13 +21,16 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 from support import differential, fake_torch
-from support.differential import NULL, Array, Case, draw
+from support.differential import NULL, Array, Case, Number, Out, View, draw
 from support.emulated import Device
+
+from tile_mlir.dtypes import DTYPES
 
 SEED = differential.run_seed()
 COUNT = differential.case_count(150)
@@ -178,3 +181,44 @@ def test_a_product_past_its_types_range_is_its_infinity_or_zero() -> None:
     assert error("f16", 65504.0, 1.34e12, 4099) != ""  # a finite answer is wrong
     assert error("f32", 8.766714960974752e23, 8.76698360845796e23, 4576) == ""
     assert error("f32", 8.7e23, 8.76698360845796e23, 4576) != ""
+
+
+def test_a_subtraction_with_a_bool_is_expected_to_fail() -> None:
+    """sub with a bool array or a Python bool: torch raises, so must the library; with
+    neither, the case stays one to compute."""
+    plain = Case("gpu", 1, 0, "binary_arith", "sub", "i32", row="sub",
+                              args=(Array("i32", View((4,))), Number(3)))
+    assert differential._bool_subtraction(plain).expect == "ok"
+    for args in ((Array("i32", View((4,))), Number(True)),
+                 (Array("bool", View((4,))), Array("i32", View((4,))))):
+        case = differential._bool_subtraction(replace(plain, args=args))
+        assert case.expect == "error" and "bool" in case.why
+    added = replace(plain, op="add", row="add", args=(Array("i32", View((4,))), Number(True)))
+    assert differential._bool_subtraction(added).expect == "ok"
+
+
+def test_a_fresh_out_wider_than_the_computation_is_compared_in_the_narrower_type() -> None:
+    """pow(bf16, 3.0, out=f32) computes in bf16 and casts: its bounds are bf16 ulps; a
+    narrower out= (f32 computed, bf16 written) is compared in its own type."""
+    x = Array("bf16", View((4,)))
+    case = Case("gpu", 1, 0, "binary_arith", "pow", "bf16", row="pow",
+                             args=(x, Number(3.0)), out=Out("fresh", "f32", View((4,))))
+    assert differential.computed_in(case, "f32") == "bf16"
+    assert differential.computed_in(replace(case, out=None), "bf16") == "bf16"
+    f32 = replace(case, dtype="f32", args=(Array("f32", View((4,))), Number(3.0)),
+                  out=Out("fresh", "bf16", View((4,))))
+    assert differential.computed_in(f32, "bf16") == "bf16"
+    assert set(differential.MANTISSA) == {n for n, d in DTYPES.items() if d.is_float}
+
+
+def test_a_truncating_division_by_a_number_multiplies_by_its_float32_reciprocal() -> None:
+    """div(x, b, rounding_mode="trunc") with a Python number: torch's kernel (and the
+    library) truncate x * (1/b in float32); a quotient of 2^24 and more shows it."""
+    from support import ops_check
+
+    x = np.array([4.736175e37, -12.25, 7.0, 3.4e9], np.float32)
+    b = 7.184750323709557
+    got = ops_check.expected(ops_check.Case("div_trunc", "f32", ((4,), None)), [x, b])
+    want = np.trunc(x * (np.float32(1.0) / np.float32(b)))
+    assert np.array_equal(got, want)
+    assert not np.array_equal(got, np.trunc(x / np.float32(b)))
