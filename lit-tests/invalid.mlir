@@ -223,3 +223,14 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// A memory space LLVM has no address space for (-1 and -2 abort its lowering)
+gpu.module @m {
+  // expected-error@+1 {{argument 1 has type memref<64xf32, -1>, whose memory space -1 is no address space (0 to 16777215)}}
+  gpu.func @k(%a: memref<64xf32>, %b: memref<64xf32, -1 : i64>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    "tile.elementwise"(%a, %a) {op = "sqrt", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
+    gpu.return
+  }
+}

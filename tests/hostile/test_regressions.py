@@ -174,6 +174,37 @@ def test_types_mlir_cannot_take_strides_of(tmp_path: Path, type_: str, where: st
         assert_located(tile_opt(path, "-p", pipeline), f"{path}:{where}", message)
 
 
+@pytest.mark.parametrize("space", ["-1 : i64", "-2 : i64", "true", "255 : i8", "16777216",
+                                   "4294967296"])
+def test_a_memory_space_llvm_has_no_address_space_for_is_refused(tmp_path: Path,
+                                                                  space: str) -> None:
+    """An unused kernel argument in memory space -1 aborted the lowering to LLVM (hostile
+    seed 46, grammar-0459): -1 and -2 (true, 255 : i8) are its maps' reserved keys, 2^24
+    does not fit its 24 bits, 2^32 wrapped to 0. The argument is located, as is a
+    declaration's signature."""
+    path = tmp_path / "in.mlir"
+    path.write_text(kernel(args=f"%a: memref<64xf32>, %b: memref<64xf32, {space}>"))
+    for pipeline in ("tile-to-gpu", "tile-to-ptx"):
+        assert_located(tile_opt(path, "-p", pipeline), f"{path}:2:35",
+                       "argument 1 has type memref<64xf32, ")
+    declared = kernel().replace("gpu.module @m {", "gpu.module @m {\n  func.func private "
+                                f"@ext(memref<4xf32, {space}>)")
+    path.write_text(declared)
+    assert_located(tile_opt(path, "-p", "tile-to-ptx"), f"{path}:2:3",
+                   "'func.func' op argument 0 has type memref<4xf32, ")
+    with pytest.raises(CompileError, match="is no address space"):
+        tile_mlir.compile(kernel(args=f"%a: memref<64xf32>, %b: memref<64xf32, {space}>"),
+                          chip="sm_90", cubin=False, cache=False)
+
+
+@pytest.mark.parametrize("space", ["false", "1", "3 : i8", "#gpu.address_space<global>"])
+def test_memory_spaces_llvm_takes_still_compile(tmp_path: Path, space: str) -> None:
+    path = tmp_path / "in.mlir"
+    path.write_text(kernel(args=f"%a: memref<64xf32>, %b: memref<64xf32, {space}>"))
+    result = tile_opt(path, "-p", "tile-to-ptx", "--emit=ptx")
+    assert result.returncode == 0 and ".entry k(" in result.stdout, result.stderr
+
+
 @pytest.mark.parametrize("width", [0, -1, 16, 16777216])
 def test_an_index_width_llvm_asserts_on_is_refused(tmp_path: Path, width: int) -> None:
     path = tmp_path / "in.mlir"

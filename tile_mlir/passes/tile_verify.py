@@ -7,7 +7,9 @@ no shared operands, a fixed grid of whole clusters), op names and arities from t
 op registry, shapes (elementwise inputs equal to the tile or broadcast from 1,
 memory operands beside a register tile possibly ending before it; copies of one
 rank, the overlap copied, padding only into a static dst at least as large as src),
-element types the op accepts, reductions' axes, and allocations' layouts. A
+element types the op accepts, reductions' axes, and allocations' layouts; and, for
+every memref in the module (tile ops or not), a size MLIR can compute and a memory
+space LLVM has an address space for (both abort the process downstream). A
 fused elementwise op (op = "fused") has each step of its `expr` checked as its
 unfused op would be (op_table/fusion.py). Every broken rule is one error at the
 op's location; the pass fails if there is any.
@@ -570,6 +572,34 @@ def oversized(type_: ir.Type) -> str:
     return f"has type {type_}, whose {size} elements overflow a 64-bit size"
 
 
+ADDRESS_SPACES = 1 << 24
+"""LLVM's address spaces are 24-bit numbers."""
+
+
+def foreign_space(type_: ir.Type) -> str:
+    """Why a memref type's memory space is no LLVM address space ("" when it is one or is
+    not a number): lowering to LLVM aborts on a number past 24 bits or below 0 (-1 and -2,
+    `true` among them, are its address-space maps' reserved keys) and wraps 2^32 to 0."""
+    if not isinstance(type_, ir.MemRefType):
+        return ""
+    space = ir.MemRefType(type_).memory_space
+    if isinstance(space, ir.BoolAttr):  # an i1: true is -1 to LLVM
+        value, text = (-1, "true (-1)") if ir.BoolAttr(space).value else (0, "false")
+    elif isinstance(space, ir.IntegerAttr):
+        value = ir.IntegerAttr(space).value
+        text = str(value)
+    else:
+        return ""
+    if 0 <= value < ADDRESS_SPACES:
+        return ""
+    return f"has type {type_}, whose memory space {text} is no address space (0 to " \
+        f"{ADDRESS_SPACES - 1})"
+
+
+def _type_problem(type_: ir.Type) -> str:
+    return oversized(type_) or foreign_space(type_)
+
+
 def _element_types(op: ir.OpView) -> list[str]:
     """Operands the analysis can describe: known element types, strided memrefs."""
     errors = []
@@ -622,17 +652,19 @@ class Pass(TilePass):
 
 
 def _check_sizes(root: ir.Operation) -> bool:
-    """Every memref value (block arguments, results) has a size MLIR can compute, and
-    every data layout an index width the NVVM lowering can take."""
+    """Every memref value (block arguments, results, a bodiless function's signature) has
+    a size MLIR can compute and a memory space LLVM can take, and every data layout an
+    index width the NVVM lowering can take."""
     ok = True
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal ok
-        errors = [(arg.location, f"argument {arg.arg_number} {oversized(arg.type)}")
+        errors = [(arg.location, f"argument {arg.arg_number} {_type_problem(arg.type)}")
                   for region in op.regions for block in region.blocks
-                  for arg in block.arguments if oversized(arg.type)]
-        errors += [(op.location, f"'{op.name}' op result {i} {oversized(result.type)}")
-                   for i, result in enumerate(op.results) if oversized(result.type)]
+                  for arg in block.arguments if _type_problem(arg.type)]
+        errors += [(op.location, f"'{op.name}' op result {i} {_type_problem(result.type)}")
+                   for i, result in enumerate(op.results) if _type_problem(result.type)]
+        errors += [(op.location, f"'{op.name}' op {e}") for e in _signature(op)]
         errors += [(op.location, f"'{op.name}' op {e}") for e in index_width(op)]
         for location, message in errors:
             location.emit_error(message)
@@ -641,6 +673,20 @@ def _check_sizes(root: ir.Operation) -> bool:
 
     root.walk(visit, ir.WalkOrder.PRE_ORDER)
     return ok
+
+
+def _signature(op: ir.Operation) -> list[str]:
+    """A function's argument and result types (its function_type), for one without a
+    body (a declaration: no block arguments to check)."""
+    if "function_type" not in op.attributes or any(r.blocks for r in op.regions):
+        return []
+    attr = op.attributes["function_type"]
+    if not isinstance(attr, ir.TypeAttr) or not isinstance(attr.value, ir.FunctionType):
+        return []
+    signature = ir.FunctionType(attr.value)
+    return [f"{role} {i} {_type_problem(t)}"
+            for role, types in (("argument", signature.inputs), ("result", signature.results))
+            for i, t in enumerate(types) if _type_problem(t)]
 
 
 def index_width(op: ir.Operation) -> list[str]:
