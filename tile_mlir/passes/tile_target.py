@@ -9,7 +9,12 @@ as LLVM's NVPTX backend decides; and the posts of a reduction across a cluster's
 (support/mailbox.py's st.async, inline PTX), which need PTX 8.1. And one thing it
 mends rather than refuses: LLVM selects the L2 prefetch (tile.prefetch's
 prefetch.global.L2) only for sm_90 and newer with PTX 8.0 or newer, and a prefetch is a
-hint, so on other targets the pass removes them (the kernel computes the same).
+hint, so on other targets the pass removes them (the kernel computes the same). And a
+second: an arith.truncf that names its rounding mode (compute.convert's integer -> f32
+-> 16-bit float names to_nearest_even, so that canonicalize keeps the two roundings)
+becomes LLVM's constrained fptrunc, which the NVPTX backend cannot select to bf16 below
+sm_90 ("unsupported library call operation", an abort); there the pass drops the mode,
+which was the plain truncf's own (round to nearest even), after the last canonicalize.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from mlir import ir
+from mlir.dialects import arith
 
 from tile_mlir.lowering.support.mailbox import POST
 from tile_mlir.passes import TilePass, tile_ops
@@ -26,6 +32,8 @@ FP8_CONVERSIONS = ("nvvm.convert.f32x2.to.f8x2", "nvvm.convert.f8x2.to.f16x2")
 POSTS_PTX = 81
 """The PTX version (x10) of st.async, the posts of a cluster's mailboxes."""
 PREFETCH = "nvvm.prefetch"
+NEAREST_EVEN = int(arith.RoundingMode.to_nearest_even)
+"""arith.truncf's roundingmode attribute for to_nearest_even (the enum's number)."""
 _NVVM_TARGET = re.compile(
     r'#nvvm\.target<.*?chip = "(?P<chip>[^"]*)"(?:.*?features = "(?P<f>[^"]*)")?')
 
@@ -49,6 +57,13 @@ def prefetches(chip: str, features: str) -> bool:
     return m is not None and int(m.group(1)) >= 90 and ptx_version(features) >= 80
 
 
+def named_truncf(chip: str) -> bool:
+    """Whether LLVM selects a truncf with a named rounding mode (a constrained fptrunc) to
+    bf16 for a chip: sm_90 and newer (sm_70 to sm_89 abort)."""
+    m = re.fullmatch(r"sm_(\d+)[af]?", chip)
+    return m is not None and int(m.group(1)) >= 90
+
+
 def _posts(gmod: ir.OpView) -> list[ir.OpView]:
     return [op for op in tile_ops(gmod.operation, ("llvm.inline_asm",))
             if ir.StringAttr(op.operation.attributes["asm_string"]).value.startswith(POST)]
@@ -58,7 +73,8 @@ def _posts(gmod: ir.OpView) -> list[ir.OpView]:
 class Pass(TilePass):
     NAME = "tile-target"
     SUMMARY = ("check the lowered IR against each gpu.module's target (fp8 needs sm_89+, "
-               "cluster posts PTX 8.1; L2 prefetches, hints, dropped before sm_90)")
+               "cluster posts PTX 8.1; L2 prefetches, hints, and truncf's named "
+               "to_nearest_even dropped before sm_90)")
 
     def run(self, root: ir.Operation) -> bool:
         ok = True
@@ -80,6 +96,13 @@ class Pass(TilePass):
             if not prefetches(chip, features):
                 for op in tile_ops(gmod.operation, (PREFETCH,)):
                     op.operation.erase()
+            if not named_truncf(chip):
+                for op in tile_ops(gmod.operation, ("arith.truncf",)):
+                    attributes = op.operation.attributes
+                    if "roundingmode" in attributes and isinstance(
+                            mode := attributes["roundingmode"], ir.IntegerAttr) and \
+                            ir.IntegerAttr(mode).value == NEAREST_EVEN:
+                        del attributes["roundingmode"]
             posts = _posts(gmod) if ptx_version(features) < POSTS_PTX else []
             if posts:
                 posts[0].operation.location.emit_error(
