@@ -38,6 +38,7 @@ from tile_mlir import pipeline
 from tile_mlir.context import new_context, parse
 from tile_mlir.diagnostics import DiagnosticSink
 from tile_mlir.dtypes import DTYPES
+from tile_mlir.passes.tile_target import plain_truncf
 
 HOST_PIPELINE = ",".join([
     # libm for the math functions (the host's, not libdevice: accurate, not identical);
@@ -339,13 +340,11 @@ def _widened(type_: ir.Type) -> ir.Type:
 def round_each_bf16_op(module: ir.Module) -> None:
     """Every arith/math op on bf16 as an f32 op between extf and truncf, so that each
     result is rounded to bf16 on its own (see the module docstring)."""
+    # the host's arith-expand rounds to bf16 only without a named mode; the kernels name
+    # to_nearest_even (its own rounding) where an integer went to f32
+    plain_truncf(module.operation)
     for op in _operations(module.operation):
         results = list(op.results)
-        if op.name == "arith.truncf" and "roundingmode" in op.attributes and \
-                _bf16(results[0].type):
-            # the host's arith-expand rounds to bf16 only without a named mode; the
-            # kernels name to_nearest_even (its own rounding) where an integer went to f32
-            del op.attributes["roundingmode"]
         if op.name.split(".")[0] not in ("arith", "math") or op.name in _BF16_KEPT or \
                 len(results) != 1 or not _bf16(results[0].type):
             continue

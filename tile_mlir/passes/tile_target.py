@@ -27,6 +27,7 @@ from mlir.dialects import arith
 
 from tile_mlir.lowering.support.mailbox import POST
 from tile_mlir.passes import TilePass, tile_ops
+from tile_mlir.runtime.binary import parse_chip
 
 FP8_CONVERSIONS = ("nvvm.convert.f32x2.to.f8x2", "nvvm.convert.f8x2.to.f16x2")
 POSTS_PTX = 81
@@ -38,6 +39,15 @@ _NVVM_TARGET = re.compile(
     r'#nvvm\.target<.*?chip = "(?P<chip>[^"]*)"(?:.*?features = "(?P<f>[^"]*)")?')
 
 
+def sm_number(chip: str) -> int:
+    """90 for sm_90 or sm_90a (runtime.binary.parse_chip's); 0 for a name that is no chip."""
+    try:
+        major, minor, _ = parse_chip(chip)
+    except ValueError:
+        return 0
+    return 10 * major + minor
+
+
 def ptx_version(features: str) -> int:
     """The PTX version (x10) a target's features ask for (0: none, LLVM's least)."""
     return max((int(v) for v in re.findall(r"\+ptx(\d+)", features)), default=0)
@@ -45,23 +55,32 @@ def ptx_version(features: str) -> int:
 
 def converts_fp8(chip: str, features: str) -> bool:
     """Whether a target has the fp8 conversions: sm_90 and newer, or sm_89 with PTX 8.1."""
-    m = re.fullmatch(r"sm_(\d+)[af]?", chip)
-    sm = int(m.group(1)) if m else 0
+    sm = sm_number(chip)
     return sm >= 90 or (sm == 89 and ptx_version(features) >= 81)
 
 
 def prefetches(chip: str, features: str) -> bool:
     """Whether LLVM selects nvvm.prefetch's L2 prefetch for a target: sm_90 and newer, with
     PTX 8.0 or newer (LLVM's default for sm_90, with no +ptx feature, is 7.8)."""
-    m = re.fullmatch(r"sm_(\d+)[af]?", chip)
-    return m is not None and int(m.group(1)) >= 90 and ptx_version(features) >= 80
+    return sm_number(chip) >= 90 and ptx_version(features) >= 80
 
 
 def named_truncf(chip: str) -> bool:
     """Whether LLVM selects a truncf with a named rounding mode (a constrained fptrunc) to
     bf16 for a chip: sm_90 and newer (sm_70 to sm_89 abort)."""
-    m = re.fullmatch(r"sm_(\d+)[af]?", chip)
-    return m is not None and int(m.group(1)) >= 90
+    return sm_number(chip) >= 90
+
+
+def plain_truncf(root: ir.Operation) -> None:
+    """Drop the named to_nearest_even of every arith.truncf under `root` (the plain
+    truncf's own rounding): for targets that cannot take the named form (named_truncf),
+    and for the test tier's host emulator, whose arith-expand cannot either."""
+    for op in tile_ops(root, ("arith.truncf",)):
+        attributes = op.operation.attributes
+        if "roundingmode" in attributes and isinstance(
+                mode := attributes["roundingmode"], ir.IntegerAttr) and \
+                ir.IntegerAttr(mode).value == NEAREST_EVEN:
+            del attributes["roundingmode"]
 
 
 def _posts(gmod: ir.OpView) -> list[ir.OpView]:
@@ -97,12 +116,7 @@ class Pass(TilePass):
                 for op in tile_ops(gmod.operation, (PREFETCH,)):
                     op.operation.erase()
             if not named_truncf(chip):
-                for op in tile_ops(gmod.operation, ("arith.truncf",)):
-                    attributes = op.operation.attributes
-                    if "roundingmode" in attributes and isinstance(
-                            mode := attributes["roundingmode"], ir.IntegerAttr) and \
-                            ir.IntegerAttr(mode).value == NEAREST_EVEN:
-                        del attributes["roundingmode"]
+                plain_truncf(gmod.operation)
             posts = _posts(gmod) if ptx_version(features) < POSTS_PTX else []
             if posts:
                 posts[0].operation.location.emit_error(
