@@ -166,7 +166,10 @@ FORCED = [
     ("cluster", {"ctas": 8}, 65536),
     ("cluster", {"ctas": 16}, 4097),  # 16 CTAs (not portable), scalar accesses
     ("cluster", {"ctas": 16, "lanes": 1024}, 1000),  # most CTAs past the row's end
+    ("cluster", {"ctas": 4, "early": 3}, 4097),  # weight parts read early, scalar accesses
+    ("cluster", {"ctas": 2, "lanes": 128, "early": 16}, 1000),  # every part early, the last partial
     ("cta", {}, 1000),
+    ("cta", {"early": 2}, 1000),
     ("cta", {"lanes": 1024}, 4096),
     ("warp", {"lanes": 4}, 7),
     ("warp", {"lanes": 16}, 1000),

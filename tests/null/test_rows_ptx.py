@@ -14,6 +14,7 @@ reductions cannot run on the pretend device: the gpu tier runs them.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -93,14 +94,17 @@ CASES = [
     ("layer_norm", 256, 262144, "bf16"),  # cluster of 16 CTAs of 256 threads
     ("layer_norm", 1024, 65536, "bf16"),  # cluster of 8 CTAs of 128 threads, spill allowed
     ("softmax", 128, 262144, "f32"),
+    ("rms_norm", 128, 262144, "f32"),  # cluster of 16, 2 parts of the weight read early
 ]
 
 
 @pytest.mark.parametrize(("op", "m", "n", "dtype"), CASES, ids=str)
 def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype: str) -> None:
     plan = rows.choose(m, n, rows.vector_width(n, dtype, []), clusters=16,
-                       itemsize=DTYPES[dtype].bytes, inputs=rows.inputs_of(op))
+                       itemsize=DTYPES[dtype].bytes, inputs=rows.inputs_of(op),
+                       early=rows.EARLY_PARTS.get(op, 0))
     g = plan.geometry
+    assert g.early == (rows.EARLY_PARTS.get(op, 0) if g.strategy == "cluster" else 0)
     program = _program(op, g, m, n, dtype)
     ptx, registers = _compiled(program)
     assert registers <= 65536 // g.threads  # the CTA fits an SM's registers
@@ -170,6 +174,27 @@ def _check_occupancy(program: LangProgram, ptx: str, registers: int) -> None:
     else:
         requested = ptx.replace(".maxntid", f".minnctapersm {expected}\n.maxntid", 1)
         assert toolchain.spills(_ptxas(requested), allowed), "a request that fits was dropped"
+
+
+@pytest.mark.parametrize("op", ["rms_norm", "fused_add_rms_norm", "layer_norm"])
+def test_early_parts_of_the_weight_are_read_before_the_first_reduction(op: str) -> None:
+    """Geometry.early: each early part of the weight (and of layer norm's bias) is one
+    more 16-byte load of a thread's before its first wait on a cluster mailbox; the
+    planner reads EARLY_PARTS of them for the RMSNorm family, none for layer norm."""
+    m, n = 128, 262144
+    plan = rows.choose(m, n, 4, clusters=16, itemsize=4, inputs=rows.inputs_of(op),
+                       early=rows.EARLY_PARTS.get(op, 0))
+    assert plan.geometry.early == {"layer_norm": 0}.get(op, 2), plan
+    assert ("parts of the weight" in plan.reason) == (op != "layer_norm")
+
+    def loads_before_the_first_wait(early: int) -> int:
+        g = dataclasses.replace(plan.geometry, early=early)
+        ptx, _ = _compiled(_program(op, g, m, n, "f32"))
+        head = ptx[:ptx.index("mbarrier.test_wait")]
+        return len(re.findall(r"ld\.global(?:\.nc)?\.v4\.b32", head))
+
+    vectors = 2 if op == "layer_norm" else 1
+    assert loads_before_the_first_wait(2) - loads_before_the_first_wait(0) == 2 * vectors
 
 
 @pytest.mark.parametrize("op", sorted(REDUCTIONS))

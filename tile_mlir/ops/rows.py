@@ -105,6 +105,20 @@ slower with it (layer norm 2.95 -> 2.91, softmax 3.08 -> 3.01, the fused add 2.9
 2.90). Nor does the fused add + RMSNorm (two inputs): bench/fused.py's bf16 rows of 2^16
 ran 3.01 -> 2.88 TB/s with both rows prefetched 16 rows on (a separate timing of the same
 call, without the benchmark's fresh copies of x and the residual, had it 3.00 -> 3.01)."""
+EARLY_PARTS = {"rms_norm": 2, "fused_add_rms_norm": 2}
+"""Parts of the weight each thread of a cluster reads into registers right after its row,
+before the reductions (Geometry.early), per op family that has a weight; the other parts
+are read in the apply phase, after the reductions, where the first loads' L2 latency is
+waited for with nothing else in flight. Measured on an H100 (one process, torch.compile
+interleaved, 300 repetitions, L2 flushed; TB/s of the rows' traffic), 0 -> 2 parts:
+RMSNorm f32 rows of 2^16 3.113 -> 3.116, 2^17 2.952 -> 2.963, 2^18 2.807 -> 2.850 (2.809 ->
+2.856 in another run), bf16 2^16 3.077 -> 3.109, 2^18 2.871 -> 2.903; the fused add +
+RMSNorm f32 2^16 3.045 -> 3.060, 2^17 2.930 -> 2.948, 2^18 2.756 -> 2.831 (2.752 ->
+2.846), bf16 2^16 3.102 -> 3.112, 2^18 2.885 -> 2.910. 1 and 4 parts were within 1% of 2;
+8 ran RMSNorm f32 2^18 at 2.525 (136 registers: one CTA an SM). Layer norm (w and b)
+reads none early: 2 parts ran f32 2^18 2.706 -> 2.654 and bf16 2^18 2.754 -> 2.628 (128
+registers a thread, so its request for 3 CTAs an SM is dropped), 4 parts bf16 2^18 2.687
+(though bf16 2^16 2.94 -> 3.04-3.06 in two runs)."""
 AHEAD_ROW_MAX = 512 << 10
 """Rows of more bytes than this prefetch nothing (16-bit rows of at most 2^18; f32 rows of
 2^18 ran slower at every distance tried in the PTX experiment: layer norm 2.52 -> 2.44 at
@@ -183,19 +197,22 @@ def _ahead(n: int, itemsize: int, inputs: int) -> int:
     return max(1, AHEAD_BYTES // row)
 
 
-def _cluster(nv: int, vec: int, clusters: int, ahead: int) -> Plan | None:
+def _cluster(nv: int, vec: int, clusters: int, ahead: int, early: int) -> Plan | None:
     """The first cluster shape of CLUSTERS (of at most `clusters` CTAs) that holds the
-    row, CLUSTER_HELD values a thread; prefetching the input `ahead` rows on."""
+    row, CLUSTER_HELD values a thread; prefetching the input `ahead` rows on, reading
+    `early` parts of the weight with the row."""
     lanes = _pow2(-(-nv // parts_limit(vec, CLUSTER_HELD)))
     for threads, ctas in CLUSTERS:
         if ctas <= clusters and threads * ctas >= lanes:
-            g = Geometry("cluster", vec, threads * ctas, 1, ctas, ahead=ahead)
+            g = Geometry("cluster", vec, threads * ctas, 1, ctas, ahead=ahead, early=early)
             fetch = f"; each cluster prefetches the row {ahead} rows on into L2" \
                 if ahead else ""
+            weight = f"; each thread reads its first {early} parts of the weight with " \
+                "the row, before the reductions" if early else ""
             return Plan(g, f"a row of {nv * vec} is too long for one CTA's registers: "
                            f"a cluster of {ctas} CTAs of {threads} threads holds it "
                            f"({g.row_parts(nv * vec) * vec} elements a thread); their "
-                           f"partials meet in distributed shared memory{fetch}")
+                           f"partials meet in distributed shared memory{fetch}{weight}")
     return None
 
 
@@ -211,29 +228,33 @@ def _split(nv: int, vec: int, clusters: int) -> Plan:
                    "normalization; the row is read twice)")
 
 
-def choose(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: int = 1
-           ) -> Plan:
+def choose(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: int = 1,
+           early: int = 0) -> Plan:
     """The strategy for m rows of n elements accessed `vec` at a time (see the module
     docstring of programs/rows.py): a group of lanes (of at most 16: a row a whole
     warp would hold takes a CTA, `_whole_warp`), a CTA, a cluster (of at most
     `clusters` CTAs: the GPU's largest_cluster, 0 where it has none) or two passes, the
     first that holds the row in registers. A cluster prefetches the rows ahead that
-    `_ahead` gives for `inputs` arrays of rows of `itemsize`-byte elements."""
+    `_ahead` gives for `inputs` arrays of rows of `itemsize`-byte elements, and reads
+    `early` parts of the weight with the row (EARLY_PARTS)."""
     nv = n // vec
     found = _whole_warp(nv, vec) or _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
-        _cluster(nv, vec, clusters, _ahead(n, itemsize, inputs)) or _cta(nv, vec, MAX_CTA)
+        _cluster(nv, vec, clusters, _ahead(n, itemsize, inputs), early) or \
+        _cta(nv, vec, MAX_CTA)
     return found or _split(nv, vec, clusters)
 
 
 @dataclass(frozen=True)
 class Forced:
     """A strategy to use whatever the planner would choose (tests, benchmarks): its
-    threads per row (lanes; per chunk for "split"), CTAs per cluster, parts per chunk."""
+    threads per row (lanes; per chunk for "split"), CTAs per cluster, parts per chunk,
+    parts of the weight read early ("cta" and "cluster")."""
 
     strategy: str
     lanes: int | None = None
     ctas: int = 2
     parts: int | None = None
+    early: int = 0  # parts of the weight read with the row (a CTA's or a cluster's)
 
     def plan(self, m: int, n: int, vec: int) -> Plan:
         nv = n // vec
@@ -244,7 +265,7 @@ class Forced:
         elif self.strategy in ("cta", "cluster"):
             ctas = self.ctas if self.strategy == "cluster" else 1
             lanes = lanes or ctas * max(32, _pow2(-(-nv // (parts_limit(vec) * ctas))))
-            g = Geometry(self.strategy, vec, lanes, 1, ctas)
+            g = Geometry(self.strategy, vec, lanes, 1, ctas, early=self.early)
         else:
             lanes = lanes or SPLIT_THREADS
             parts = self.parts or parts_limit(vec)
@@ -292,11 +313,12 @@ def largest_cluster(device: int) -> int:
     return LARGEST_CLUSTER if driver.device_sms(device) >= SMS else driver.PORTABLE_CLUSTER
 
 
-def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: int = 1
-             ) -> Plan:
+def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: int = 1,
+             early: int = 0) -> Plan:
     if _forced:
         return _forced[0].plan(m, n, vec)
-    return choose(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs)
+    return choose(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs,
+                  early=early)
 
 
 ROW_INPUTS = ("x", "r")
@@ -310,7 +332,8 @@ def inputs_of(op: str) -> int:
 
 def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
             clusters: int = LARGEST_CLUSTER) -> str:
-    """Why the planner runs `op` over the last dim of a contiguous `shape` as it does."""
+    """Why the planner runs `op` over the last dim of a contiguous `shape` as it does
+    (rms_norm as called with a weight)."""
     if op not in NAMES or dtype not in SUPPORTED:
         raise ValueError(f"explain: {op} {dtype}: the row ops are {', '.join(NAMES)}, on "
                          f"{', '.join(SUPPORTED)}")
@@ -321,7 +344,7 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
     if not m * n:
         return f"{op} {dtype} {m}x{n}: an empty input: nothing is launched"
     plan = choose(m, n, vector_width(n, dtype, []), clusters, itemsize=DTYPES[dtype].bytes,
-                  inputs=inputs_of(op))
+                  inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0))
     return f"{op} {dtype} {m}x{n}: {plan.geometry.strategy}: {plan.reason}"
 
 
@@ -508,8 +531,10 @@ def run(b: Builder, call: RowCall) -> Plan:
     """Plan the call's rows and launch its kernels (one, or the two passes of "split")."""
     rows = [a for a in call.arrays.values() if a.numel]
     read = [a for name, a in call.arrays.items() if name in ROW_INPUTS]
+    weighted = call.flags.get("HAS_W", "w" in call.arrays)
     plan = plan_for(call.m, call.n, vector_of(call.n, rows), b.device,
-                    itemsize=read[0].itemsize, inputs=len(read))
+                    itemsize=read[0].itemsize, inputs=len(read),
+                    early=EARLY_PARTS.get(call.family, 0) if weighted else 0)
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":

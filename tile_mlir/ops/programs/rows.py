@@ -54,7 +54,9 @@ SM's L1) took 128 registers a thread (40 bytes of spill at 80) and ran bf16 2^18
 2.0-2.16, 2^16 2.96 -> 2.13-2.54; L2 eviction priorities (createpolicy: x's loads and
 y's stores evict_first, w's and b's loads evict_last, each and both) left every case
 within 1.5% (bf16 2^18 2.77 -> 2.73-2.78, f32 2^18 2.73 -> 2.71-2.72): w and b do stay
-in L2."""
+in L2; their first parts read into registers with the row (Geometry.early) took 128
+registers a thread and ran slower (ops/rows.py's EARLY_PARTS), where RMSNorm's weight,
+read so, gains up to 3%."""
 
 from __future__ import annotations
 
@@ -84,7 +86,9 @@ class Geometry:
     elements of each part; `rows` rows per CTA (strategy "warp"), `ctas` CTAs per row
     (a cluster), `parts` parts per chunk and `chunks` chunks per row (strategy
     "split"; one chunk, the whole row, otherwise); `ahead`: the row that many rows on
-    is prefetched into L2 as a row is loaded (0: none; ops/rows.py's AHEAD_BYTES)."""
+    is prefetched into L2 as a row is loaded (0: none; ops/rows.py's AHEAD_BYTES);
+    `early`: parts of the weight (and bias) read into registers right after the row,
+    before the reductions (0: each read where the apply phase uses it)."""
 
     strategy: str
     vec: int
@@ -94,6 +98,7 @@ class Geometry:
     parts: int = 0  # per chunk ("split"); 0: as many as the row needs
     chunks: int = 1
     ahead: int = 0
+    early: int = 0
 
     @staticmethod
     def of(value: Any) -> Geometry:
@@ -102,7 +107,7 @@ class Geometry:
 
     def constexpr(self) -> tuple[Any, ...]:
         return (self.strategy, self.vec, self.lanes, self.rows, self.ctas, self.parts,
-                self.chunks, self.ahead)
+                self.chunks, self.ahead, self.early)
 
     @property
     def threads(self) -> int:
@@ -280,6 +285,20 @@ class Rows:
         whole = w.reshape((1, self.nv, g.vec))  # one row, broadcast over the CTA's rows
         return [whole[:, k * g.lanes:(k + 1) * g.lanes] for k in range(self.parts)]
 
+    def weights(self, w: tl.Tensor | None) -> list[tl.Tensor | None]:
+        """The parts of an [N] vector (a weight or bias) as the apply phase takes them:
+        views of it, but for the geometry's first `early` parts, read into registers
+        now (a tile each, padded past the row); Nones where there is no vector."""
+        if w is None:
+            return [None] * self.parts
+        assert not (self.g.early and self.multi), "early parts: a row per CTA or cluster"
+        views = self.vector_views(w)
+        early = min(self.g.early, self.parts)
+        held = [self.tile(w.dtype) for _ in range(early)]
+        for tile, view in zip(held, views, strict=False):
+            self.scope.copy(tile, view, padding=0.0)
+        return [*held, *views[early:]]
+
     def load(self, t: tl.Tensor, padding: float) -> list[tl.Tensor]:
         """The CTA's parts of t in registers (in t's dtype), padded past the row; then,
         with the geometry's `ahead`, the row that many rows on prefetched into L2 (the
@@ -377,14 +396,17 @@ def softmax_rows_body(rows: Rows, x: tl.Tensor, y: tl.Tensor, log: bool) -> None
     softmax_apply(rows, raw, m, s, y, log=log, exps=exps if keep else None)
 
 
+Parts = list[tl.Tensor | None]
+"""A vector's parts as Rows.weights gives them (views or register tiles; Nones: none)."""
+
+
 def rms_apply(rows: Rows, raw: list[tl.Tensor], ss: tl.Tensor, *, eps: Any,
-              w: tl.Tensor | None, y: tl.Tensor) -> None:
+              w: Parts, y: tl.Tensor) -> None:
     """y = x * rsqrt(ss / N + eps) (* w), rounded once."""
     scope = rows.scope
     scope.fma(ss, ss, 1.0 / rows.n, eps)
     scope.rsqrt(ss, ss)
-    weights = rows.vector_views(w) if w is not None else [None] * len(raw)
-    for x, out, wk in zip(raw, rows.views(y), weights, strict=True):
+    for x, out, wk in zip(raw, rows.views(y), w, strict=True):
         if wk is None:
             scope.mul(out, x, ss)
             continue
@@ -394,15 +416,12 @@ def rms_apply(rows: Rows, raw: list[tl.Tensor], ss: tl.Tensor, *, eps: Any,
 
 
 def layer_apply(rows: Rows, raw: list[tl.Tensor], mean: tl.Tensor, var: tl.Tensor, *,
-                eps: Any, wb: tuple[tl.Tensor | None, tl.Tensor | None],
-                y: tl.Tensor) -> None:
+                eps: Any, wb: tuple[Parts, Parts], y: tl.Tensor) -> None:
     """y = (x - mean) * rsqrt(var + eps) (* w) (+ b), rounded once."""
     scope = rows.scope
     scope.add(var, var, eps)
     scope.rsqrt(var, var)
-    w, b = wb
-    weights = rows.vector_views(w) if w is not None else [None] * len(raw)
-    biases = rows.vector_views(b) if b is not None else [None] * len(raw)
+    weights, biases = wb
     for x, out, wk, bk in zip(raw, rows.views(y), weights, biases, strict=True):
         t = rows.tile()
         scope.sub(t, x, mean)
@@ -604,7 +623,8 @@ def rms_norm_rows(x: Row, w: Vector, y: Row, eps: tl.f32, *, G: tl.constexpr,
                   HAS_W: tl.constexpr = True) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
     raw = rows.load(x, 0.0)
-    rms_apply(rows, raw, rows.sum_of_squares(raw), eps=eps, w=w if HAS_W else None, y=y)
+    weights = rows.weights(w if HAS_W else None)
+    rms_apply(rows, raw, rows.sum_of_squares(raw), eps=eps, w=weights, y=y)
 
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_layer_occupancy, static=("N",))
@@ -612,21 +632,22 @@ def layer_norm_rows(x: Row, w: Vector, b: Vector, y: Row, eps: tl.f32, *, G: tl.
                     HAS_W: tl.constexpr = True, HAS_B: tl.constexpr = True) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
     raw = rows.load(x, 0.0)
+    wb = (rows.weights(w if HAS_W else None), rows.weights(b if HAS_B else None))
     # a cluster's row: one mailbox round (the module's docstring); else the mean, then
     # the centered squares (shorter merges: bench/fused.py's rows of 1024 under a CTA
     # ran 3.08 -> 2.95 TB/s with Welford's)
     mean, var = welford_stats_of(rows, raw, x) if rows.g.ctas > 1 else \
         layer_stats_of(rows, raw, x, rows.n)
     rows.scope.mul(var, var, 1.0 / rows.n)
-    layer_apply(rows, raw, mean, var, eps=eps, wb=(w if HAS_W else None, b if HAS_B else None),
-                y=y)
+    layer_apply(rows, raw, mean, var, eps=eps, wb=wb, y=y)
 
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
 def add_rms_norm_rows(x: Row, r: Row, w: Vector, eps: tl.f32, *, G: tl.constexpr) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
     total = add_residual(rows, x, r)
-    rms_apply(rows, total, rows.sum_of_squares(total), eps=eps, w=w, y=x)
+    weights = rows.weights(w)
+    rms_apply(rows, total, rows.sum_of_squares(total), eps=eps, w=weights, y=x)
 
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
@@ -675,7 +696,7 @@ def rms_split(x: Row, w: Vector, stats: Stats, y: Row, eps: tl.f32, *, G: tl.con
     rows = Rows(Geometry.of(G), x.shape[1])
     p = Partials(rows, stats)
     ss = p.total("sum", p.load(0, 0.0))
-    rms_apply(rows, rows.load(x, 0.0), ss, eps=eps, w=w if HAS_W else None, y=y)
+    rms_apply(rows, rows.load(x, 0.0), ss, eps=eps, w=rows.weights(w if HAS_W else None), y=y)
 
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
@@ -697,8 +718,8 @@ def layer_split(x: Row, w: Vector, b: Vector, stats: Stats, y: Row,  # noqa: PLR
                 HAS_B: tl.constexpr = True) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
     mean, var = layer_totals(Partials(rows, stats), rows.n)
-    layer_apply(rows, rows.load(x, 0.0), mean, var, eps=eps,
-                wb=(w if HAS_W else None, b if HAS_B else None), y=y)
+    wb = (rows.weights(w if HAS_W else None), rows.weights(b if HAS_B else None))
+    layer_apply(rows, rows.load(x, 0.0), mean, var, eps=eps, wb=wb, y=y)
 
 
 # ------------------------------------------------------------------ the spine's protocol
