@@ -118,7 +118,10 @@ RMSNorm f32 2^16 3.045 -> 3.060, 2^17 2.930 -> 2.948, 2^18 2.756 -> 2.831 (2.752
 8 ran RMSNorm f32 2^18 at 2.525 (136 registers: one CTA an SM). Layer norm (w and b)
 reads none early: 2 parts ran f32 2^18 2.706 -> 2.654 and bf16 2^18 2.754 -> 2.628 (128
 registers a thread, so its request for 3 CTAs an SM is dropped), 4 parts bf16 2^18 2.687
-(though bf16 2^16 2.94 -> 3.04-3.06 in two runs)."""
+(though bf16 2^16 2.94 -> 3.04-3.06 in two runs); w alone early, 1 and 2 parts: f32 2^18
+2.712 -> 2.577 and 2.662, bf16 2^18 2.751 -> 2.726 and 2.661. Rows a CTA holds (1024 to
+16384 elements, RMSNorm and the fused add) ran the same with 0, 1 or 2 (within 0.6%):
+there the other CTAs of an SM hide the latency."""
 AHEAD_ROW_MAX = 512 << 10
 """Rows of more bytes than this prefetch nothing (16-bit rows of at most 2^18; f32 rows of
 2^18 ran slower at every distance tried in the PTX experiment: layer norm 2.52 -> 2.44 at
