@@ -105,27 +105,28 @@ slower with it (layer norm 2.95 -> 2.91, softmax 3.08 -> 3.01, the fused add 2.9
 2.90). Nor does the fused add + RMSNorm (two inputs): bench/fused.py's bf16 rows of 2^16
 ran 3.01 -> 2.88 TB/s with both rows prefetched 16 rows on (a separate timing of the same
 call, without the benchmark's fresh copies of x and the residual, had it 3.00 -> 3.01)."""
+AHEAD_ROW_MAX = 512 << 10
+"""Rows of more bytes than this prefetch nothing (16-bit rows of at most 2^18; f32 rows of
+2^18 ran slower at every distance tried in the PTX experiment: layer norm 2.52 -> 2.44 at
+4 rows on)."""
 EARLY_PARTS = {"rms_norm": 2, "fused_add_rms_norm": 2}
 """Parts of the weight each thread of a cluster reads into registers right after its row,
 before the reductions (Geometry.early), per op family that has a weight; the other parts
 are read in the apply phase, after the reductions, where the first loads' L2 latency is
 waited for with nothing else in flight. Measured on an H100 (one process, torch.compile
 interleaved, 300 repetitions, L2 flushed; TB/s of the rows' traffic), 0 -> 2 parts:
-RMSNorm f32 rows of 2^16 3.113 -> 3.116, 2^17 2.952 -> 2.963, 2^18 2.807 -> 2.850 (2.809 ->
-2.856 in another run), bf16 2^16 3.077 -> 3.109, 2^18 2.871 -> 2.903; the fused add +
+RMSNorm f32 rows of 2^16 3.113 -> 3.116, 2^17 2.952 -> 2.963, 2^18 2.807 -> 2.850 (2.809
+-> 2.856 in another run), bf16 2^16 3.077 -> 3.109, 2^18 2.871 -> 2.903; the fused add +
 RMSNorm f32 2^16 3.045 -> 3.060, 2^17 2.930 -> 2.948, 2^18 2.756 -> 2.831 (2.752 ->
-2.846), bf16 2^16 3.102 -> 3.112, 2^18 2.885 -> 2.910. 1 and 4 parts were within 1% of 2;
-8 ran RMSNorm f32 2^18 at 2.525 (136 registers: one CTA an SM). Layer norm (w and b)
-reads none early: 2 parts ran f32 2^18 2.706 -> 2.654 and bf16 2^18 2.754 -> 2.628 (128
+2.846), bf16 2^16 3.102 -> 3.112, 2^18 2.885 -> 2.910. 1 part gained less (the fused add
+f32 2^18 2.778), 4 parts were within 1.3% of 2 either way (RMSNorm bf16 2^16 3.149); 8
+ran RMSNorm f32 2^18 at 2.525 (136 registers: one CTA an SM). Layer norm (w and b) reads
+none early: 2 parts ran f32 2^18 2.706 -> 2.654 and bf16 2^18 2.754 -> 2.628 (128
 registers a thread, so its request for 3 CTAs an SM is dropped), 4 parts bf16 2^18 2.687
 (though bf16 2^16 2.94 -> 3.04-3.06 in two runs); w alone early, 1 and 2 parts: f32 2^18
 2.712 -> 2.577 and 2.662, bf16 2^18 2.751 -> 2.726 and 2.661. Rows a CTA holds (1024 to
 16384 elements, RMSNorm and the fused add) ran the same with 0, 1 or 2 (within 0.6%):
 there the other CTAs of an SM hide the latency."""
-AHEAD_ROW_MAX = 512 << 10
-"""Rows of more bytes than this prefetch nothing (16-bit rows of at most 2^18; f32 rows of
-2^18 ran slower at every distance tried in the PTX experiment: layer norm 2.52 -> 2.44 at
-4 rows on)."""
 
 
 # ------------------------------------------------------------------ the planner
