@@ -264,3 +264,29 @@ def test_no_gpu_is_said_in_a_line(capsys: pytest.CaptureFixture[str],
     assert tune.main(["--ops", "add", "--sizes", "20"]) == 1
     assert "the autotuner times kernels on a GPU: no usable CUDA driver" in \
         capsys.readouterr().err
+
+
+def test_a_family_key_keeps_its_earlier_choice_within_the_margin(
+        tuner: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A re-run does not trade the key's choice, measured fastest, for the default within
+    the margin of it (the default would be 2% slower by the run's own figures); a
+    candidate faster by the margin still replaces it."""
+    numel = 1 << 16
+    earlier, default = Strategy(512, 8, 1, 1), strategy.default(numel)
+    assert earlier != default
+    strategy.save("sm_90", {strategy.key("binary_arith", "f32", numel): earlier},
+                  {"device": "test"})
+    times = {earlier: 4.8e-6, default: 4.9e-6}
+
+    def seconds(op: str, dtype: str, n: int, candidates: Sequence[Strategy],
+                log: Callable[[str], None], *, reps: int = 100) -> dict[Strategy, float]:
+        return {c: times.get(c, 10e-6) for c in candidates}
+
+    monkeypatch.setattr(tune, "time_candidates", seconds)
+    outcome, = tune.run([("add", "f32", numel)], tuner.append)
+    assert outcome.best == earlier and "(unchanged)" in tuner[0]
+    assert strategy.choose("binary_arith", "f32", numel, "sm_90") == earlier
+    times[FAST] = 4.8e-6 / (1 + 2 * tune.MARGIN)
+    outcome, = tune.run([("add", "f32", numel)], tuner.append)
+    assert outcome.best == FAST
+    assert strategy.choose("binary_arith", "f32", numel, "sm_90") == FAST

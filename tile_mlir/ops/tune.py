@@ -6,12 +6,13 @@ staged or not, and seed 004's direct one) on an op of the family (and the family
 SAMPLES: the geometric mean of their times) at a size of the class, the way the
 benchmarks time every system (timing.DeviceTimer: the candidates interleaved repetition
 by repetition, the L2 flushed before each, the median of at least 100), keeps the
-fastest (the default, or for an op's own key its family's choice, where that is within
-`margin` of it), and merges the choices into `ops-tuning-<chip>.json` in the kernel
-cache's directory, where strategy.choose finds them in every later process. It
-needs torch (for the tensors and events). Each power of two below 2^24 is a size class,
-then 2^24 and 2^25 one, and from 2^26 on one (strategy.SIZE_CLASSES): `--sizes` names one
-size per class to tune, by default the smallest of each.
+fastest (the key's earlier choice, the default where it has none, or for an op's own key
+its family's choice, where that is within `margin` of it), and merges the choices into
+`ops-tuning-<chip>.json` in the kernel cache's directory, where strategy.choose finds
+them in every later process. It needs torch (for the tensors and events). Each power of
+two below 2^24 is a size class, then 2^24 and 2^25 one, and from 2^26 on one
+(strategy.SIZE_CLASSES): `--sizes` names one size per class to tune, by default the
+smallest of each.
 
     python -m tile_mlir.ops.tune                      # one op per family, every dtype
     python -m tile_mlir.ops.tune --ops add --dtypes bf16 --sizes 16,18,26
@@ -176,12 +177,12 @@ def time_candidates(op: str, dtype: str, numel: int, candidates: Sequence[Strate
 
 
 MARGIN = 0.02
-"""Below LARGE elements a candidate replaces the default (strategy.default) only when it
-is this much faster. There a call takes 4-15 us by the events, 1.6-10 us of it the
-kernel, and the candidates differ by less than a median moves between runs (on an
-H100, torch eager's add of 2^18 f32 took 5.55 us in one run of bench/sizes.py and 5.22
-in the next): without the margin the choice there follows the noise (a tuning of add,
-exp and silu at 2^13..2^23 changed 85 of 99 keys, by 0-11%)."""
+"""Below LARGE elements a candidate replaces the key's earlier choice (strategy.default
+where it has none) only when it is this much faster. There a call takes 4-15 us by the
+events, 1.6-10 us of it the kernel, and the candidates differ by less than a median
+moves between runs (on an H100, torch eager's add of 2^18 f32 took 5.55 us in one run of
+bench/sizes.py and 5.22 in the next): without the margin the choice there follows the
+noise (a tuning of add, exp and silu at 2^13..2^23 changed 85 of 99 keys, by 0-11%)."""
 LARGE = 1 << 22
 LARGE_MARGIN = 0.005
 """From LARGE elements a call is tens of microseconds or more and its median repeats
@@ -192,15 +193,16 @@ torch (comparison, logical and where at 2^24 and 2^28 at 0.98-0.99x)."""
 
 
 def margin(numel: int) -> float:
-    """How much faster than the default a candidate must be at this size."""
+    """How much faster than the key's choice a candidate must be at this size."""
     return LARGE_MARGIN if numel >= LARGE else MARGIN
 
 
-def pick(timings: dict[Strategy, float], default: Strategy, numel: int = 0) -> Strategy:
-    """The fastest candidate, or the default where it is within `margin(numel)` of it."""
+def pick(timings: dict[Strategy, float], anchor: Strategy, numel: int = 0) -> Strategy:
+    """The fastest candidate, or `anchor` (the choice the key has) where it is within
+    `margin(numel)` of it."""
     best = min(timings, key=lambda c: timings[c])
-    if default in timings and timings[default] <= timings[best] * (1 + margin(numel)):
-        return default
+    if anchor in timings and timings[anchor] <= timings[best] * (1 + margin(numel)):
+        return anchor
     return best
 
 
@@ -289,7 +291,11 @@ def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = prin
     for n, (name, (op, dtype, numel)) in enumerate(keys.items(), start=1):
         family = op_table.ELEMENTWISE[op].family
         before = strategy.choose(family, dtype, numel, chip, op if per_op else None)
-        anchor = strategy.choose(family, dtype, numel, chip) if per_op else None
+        # what stays within the margin: an op's key its family's choice; a family key its
+        # own earlier choice, so that a run never trades the choice it measured fastest
+        # for a default within the margin (binary_arith/f32/2^16 on an H100: 4.8 us kept
+        # over the default's 4.9, where anchoring at the default went back 2% slower)
+        anchor = strategy.choose(family, dtype, numel, chip) if per_op else before
         t0 = time.perf_counter()
         timed = (op,) if per_op else sample(op, dtype)
         best, timings = tune_key(timed, dtype, numel, log, reps=reps, anchor=anchor)
@@ -297,7 +303,7 @@ def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = prin
         outcome = Outcome(name, best, timings[best], before, timings.get(before),
                           (fastest, timings[fastest]), timed)
         outcomes.append(outcome)
-        same = best == anchor  # an op's own key that says what its family's does: none
+        same = per_op and best == anchor  # an op's key saying what its family's does: none
         path = strategy.save(chip, {} if same else {name: best}, meta, shipped=ship,
                              dropped=[name] if same else [])
         log(f"[{n}/{len(keys)}] {outcome.line()} in {time.perf_counter() - t0:.1f} s")
