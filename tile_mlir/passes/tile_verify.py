@@ -659,11 +659,12 @@ def _check_sizes(root: ir.Operation) -> bool:
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal ok
-        errors = [(arg.location, f"argument {arg.arg_number} {_type_problem(arg.type)}")
+        errors = [(arg.location, f"argument {arg.arg_number} {problem}")
                   for region in op.regions for block in region.blocks
-                  for arg in block.arguments if _type_problem(arg.type)]
-        errors += [(op.location, f"'{op.name}' op result {i} {_type_problem(result.type)}")
-                   for i, result in enumerate(op.results) if _type_problem(result.type)]
+                  for arg in block.arguments if (problem := _type_problem(arg.type))]
+        errors += [(op.location, f"'{op.name}' op result {i} {problem}")
+                   for i, result in enumerate(op.results)
+                   if (problem := _type_problem(result.type))]
         errors += [(op.location, f"'{op.name}' op {e}") for e in _signature(op)]
         errors += [(op.location, f"'{op.name}' op {e}") for e in index_width(op)]
         for location, message in errors:
@@ -684,9 +685,9 @@ def _signature(op: ir.Operation) -> list[str]:
     if not isinstance(attr, ir.TypeAttr) or not isinstance(attr.value, ir.FunctionType):
         return []
     signature = ir.FunctionType(attr.value)
-    return [f"{role} {i} {_type_problem(t)}"
+    return [f"{role} {i} {problem}"
             for role, types in (("argument", signature.inputs), ("result", signature.results))
-            for i, t in enumerate(types) if _type_problem(t)]
+            for i, t in enumerate(types) if (problem := _type_problem(t))]
 
 
 def index_width(op: ir.Operation) -> list[str]:
