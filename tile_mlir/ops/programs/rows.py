@@ -56,7 +56,13 @@ y's stores evict_first, w's and b's loads evict_last, each and both) left every 
 within 1.5% (bf16 2^18 2.77 -> 2.73-2.78, f32 2^18 2.73 -> 2.71-2.72): w and b do stay
 in L2; their first parts read into registers with the row (Geometry.early) took 128
 registers a thread and ran slower (ops/rows.py's EARLY_PARTS), where RMSNorm's weight,
-read so, gains up to 3%."""
+read so, gains up to 3%. What the two vectors cost is mostly their bytes from L2: the same
+kernels given w as both w and b (each thread's second load of an address served by its
+SM's L1) ran bf16 2^18 2.76 -> 2.84 TB/s, f32 2.67 -> 2.80, bf16 2^16 2.94 -> 3.00 (w
+alone 2.93, 2.73, 3.08; neither 3.03, 3.01, 3.08). Two rows a cluster, each thread holding
+both rows' elements of the same columns (w and b read once for the two: half their
+bytes), took 1.98 and 1.73 TB/s (bf16 2^18, clusters of 16 CTAs of 512 and of 1024
+threads): a CTA an SM, and half as many clusters in flight."""
 
 from __future__ import annotations
 
