@@ -51,22 +51,22 @@ it the same f32 2^18 kernel times 2.55 rather than 2.72-2.75, and there a PTX pa
 loading x L1::no_allocate seemed to gain 6%): that patch ran 2.72 -> 2.69; persistent
 clusters (a loop over rows, so that a CTA keeps its slice of w and b in its SM's L1) took
 128 registers a thread (40 bytes of spill at 80) and ran bf16 2^18 2.77 -> 2.0-2.16, 2^16
-2.96 -> 2.13-2.54; built again on the loop's mailboxes (80 registers and 20 bytes of
-spill: 3 CTAs an SM, as the one-row kernel), 8 to 32 clusters striding over the rows:
-layer norm bf16 2^18 2.76 -> 1.79-2.14 (2.02-2.42 prefetching the cluster's next row into
-L2), f32 2.69 -> 2.07-2.55, and RMSNorm bf16 2^18 2.90 -> 2.13-2.33, so the loop costs
-more than any reuse of w and b gains; L2 eviction priorities (createpolicy: x's loads and
-y's stores evict_first, w's and b's loads evict_last, each and both) left every case
-within 1.5% (bf16 2^18 2.77 -> 2.73-2.78, f32 2^18 2.73 -> 2.71-2.72): w and b do stay in
-L2; their first parts read into registers with the row (Geometry.early) took 128
-registers a thread and ran slower (ops/rows.py's EARLY_PARTS), where RMSNorm's weight,
-read so, gains up to 3%. What the two vectors cost is mostly their bytes from L2: the
-same kernels given w as both w and b (each thread's second load of an address served by
-its SM's L1) ran bf16 2^18 2.76 -> 2.84 TB/s, f32 2.67 -> 2.80, bf16 2^16 2.94 -> 3.00 (w
-alone 2.93, 2.73, 3.08; neither 3.03, 3.01, 3.08). Two rows a cluster, each thread
-holding both rows' elements of the same columns (w and b read once for the two: half
-their bytes), took 1.98 and 1.73 TB/s (bf16 2^18, clusters of 16 CTAs of 512 and of 1024
-threads): a CTA an SM, and half as many clusters in flight."""
+2.96 -> 2.13-2.54; built again on the loop's mailboxes, 8 to 32 clusters striding over
+the rows: layer norm bf16 2^18 2.76 -> 1.79-2.14 (80 registers and 20 bytes of spill: 3
+CTAs an SM, as the one-row kernel; 2.02-2.42 prefetching the cluster's next row into L2),
+f32 2.69 -> 2.07-2.55, and RMSNorm bf16 2^18 2.90 -> 2.13-2.33, so the loop costs more
+than any reuse of w and b gains; L2 eviction priorities (createpolicy: x's loads and y's
+stores evict_first, w's and b's loads evict_last, each and both) left every case within
+1.5% (bf16 2^18 2.77 -> 2.73-2.78, f32 2^18 2.73 -> 2.71-2.72): w and b do stay in L2;
+their first parts read into registers with the row (Geometry.early) took 128 registers a
+thread and ran slower (ops/rows.py's EARLY_PARTS), where RMSNorm's weight, read so, gains
+up to 3%. Part of what the two vectors cost is their bytes from L2: the same kernels
+given w as both w and b (each thread's second load of an address served by its SM's L1)
+ran bf16 2^18 2.76 -> 2.84 TB/s, f32 2.67 -> 2.80, bf16 2^16 2.94 -> 3.00 (w alone 2.93,
+2.73, 3.08; neither 3.03, 3.01, 3.08): at bf16 2^18 half of what b adds to w alone. Two
+rows a cluster, each thread holding both rows' elements of the same columns (w and b read
+once for the two: half their bytes), took 1.98 and 1.73 TB/s (bf16 2^18, clusters of 16
+CTAs of 512 and of 1024 threads): a CTA an SM, and half as many clusters in flight."""
 
 from __future__ import annotations
 
