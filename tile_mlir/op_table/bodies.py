@@ -880,12 +880,17 @@ def _alibi_slope(head: Value, pow2: Value, f64: Type) -> Value:
     and a fix-up branch). With _divide's 32-bit head split and _exp2_near, measured on an
     H100 (ALiBi (32, 2048) f32 at 128 threads of 16-byte stores, beside torch.compile's
     4.22-4.26 us in each run): 4.67 -> 4.48 -> 4.42 us (bench/part2.py: 0.89x -> 0.94x of
-    torch.compile); of those ~4.4 us the kernel itself is ~1.25 (torch.profiler). What is
-    left is not this arithmetic: the kernel took 1.22 us (Triton's 0.96-0.99, in each run)
-    with _exp2_near in Estrin's form (depth 4, not 13), with the slope from f32 exp2, with
-    a constant slope, without _divide's 64-bit branch, and without the per-lane path (each
-    change alone); nor the geometry (64 to 512 threads, 4- to 32-byte stores, 1 or 2
-    rounds: 128 threads of 16 bytes, one of Triton's two configs, was the fastest)."""
+    torch.compile); of those ~4.4 us the kernel itself is ~1.25 (torch.profiler). No one
+    piece of the arithmetic alone moved it: the kernel took 1.22 us (Triton's 0.96-0.99, in
+    each run) with _exp2_near in Estrin's form (depth 4, not 13), with the slope from f32
+    exp2, with a constant slope, without _divide's 64-bit branch, and without the per-lane
+    path (each change alone); nor did the geometry (64 to 512 threads, 4- to 32-byte
+    stores, 1 or 2 rounds: 128 threads of 16 bytes, one of Triton's two configs, was the
+    fastest). The whole body did: one that stores a constant (no division, no slope, no
+    conversion) ran 4.38 -> 4.19 us, beside torch.compile's ALiBi and its fill of the same
+    shape at 4.13 each (kernels 1.14 against 1.00 and 1.06 us). So the body's dependent
+    chain (the position's division, the conversions to f64 and back, the slope) is ~190 ns
+    of the call, and the kernel around it ~60 ns more than Triton's."""
     it = head.type
     eight = const(it, 8)
     first = arith.muli(arith.addi(head, const(it, 1)), eight)
