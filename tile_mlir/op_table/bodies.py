@@ -888,12 +888,12 @@ def _alibi_slope(head: Value, pow2: Value, f64: Type) -> Value:
     stores, 1 or 2 rounds: 128 threads of 16 bytes, one of Triton's two configs, was the
     fastest). The whole body did: one that stores a constant (no division, no slope, no
     conversion) ran 4.38 -> 4.19 us, beside torch.compile's ALiBi and its fill of the same
-    shape at 4.13 each (torch.profiler: our two kernels 1.14 us on average, the earlier
-    one alone 1.24, so the constant one ~1.04; Triton's 1.00 and 1.06). So the body's
-    dependent chain (the position's division, the conversions to f64 and back, the slope)
-    is ~190 ns of the call, and ~60 ns more are not the body's; not the launch either:
-    from the previous kernel's end to the kernel's start took 0.99 us for ours and
-    Triton's alike (torch eager's own kernels 0.96)."""
+    shape at 4.13 each (torch.profiler: our two kernels 1.14 us on average, the ALiBi
+    one alone 1.22-1.25 in other runs, so the constant one ~1.04; Triton's 1.00 and 1.06).
+    So the body's dependent chain (the position's division, the conversions to f64 and
+    back, the slope) is ~190 ns of the call, and ~60 ns more are not the body's; not the
+    launch either: from the previous kernel's end to the kernel's start took 0.99 us for
+    ours and Triton's alike (torch eager's own kernels 0.96)."""
     it = head.type
     eight = const(it, 8)
     first = arith.muli(arith.addi(head, const(it, 1)), eight)
