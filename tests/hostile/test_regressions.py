@@ -362,3 +362,35 @@ def test_a_chip_llvm_would_abort_or_exit_on_is_refused(tmp_path: Path, chip: str
     assert result.returncode == 2 and message in result.stderr, result.stderr
     with pytest.raises(ValueError, match=f"'?{chip}'?"):  # compile() names the chip too
         tile_mlir.compile(kernel(), chip=chip, cubin=False, cache=False)
+
+
+
+def whole_tile(space: str) -> str:
+    """A CTA's tile.alloc in registers of which each thread holds all 16384 elements (a
+    layout in memory only), in memory space `space`, copied in, abs, copied out."""
+    t = f"memref<4x64x64xbf16, {space}>"
+    g = "memref<4x64x64xbf16>"
+    body = "\n    ".join([
+        f'%t = "tile.alloc"() {{layout = #tile.layout<"S[(4, 64, 64)]">}} : () -> {t}',
+        f'"tile.copy"(%t, %a) {{scope = "cta"}} : ({t}, {g}) -> ()',
+        f'"tile.elementwise"(%t, %t) {{op = "abs", scope = "cta", operandSegmentSizes = '
+        f"array<i32: 1, 1, 0, 0>}} : ({t}, {t}) -> ()",
+        f'"tile.copy"(%a, %t) {{scope = "cta"}} : ({g}, {t}) -> ()'])
+    return kernel(args=f"%a: {g}", block=96, body=body)
+
+
+@pytest.mark.parametrize("chip", ["sm_90", "sm_70"])
+def test_a_register_tile_in_memory_space_5_is_the_private_one(tmp_path: Path, chip: str) -> None:
+    """A tile.alloc in registers spelled memref<..., 5> (LLVM's local address space) rather
+    than #gpu.address_space<private>: its storage, an alloca in address space 5, made LLVM's
+    loop strength reduction abort on the loops over a thread's 16384 elements ("non-noop
+    casts", hostile seed 4850: grammar-0370). The storage is private however the tile
+    spells it: the same PTX as the private spelling."""
+    ptx = {}
+    for space in ("5", "#gpu.address_space<private>"):
+        path = tmp_path / "in.mlir"
+        path.write_text(whole_tile(space))
+        result = tile_opt(path, "-p", "tile-to-ptx", "--emit=ptx", f"--chip={chip}")
+        assert result.returncode == 0 and ".entry k(" in result.stdout, result.stderr
+        ptx[space] = result.stdout
+    assert ptx["5"] == ptx["#gpu.address_space<private>"]

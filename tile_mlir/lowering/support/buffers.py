@@ -28,6 +28,8 @@ from tile_mlir.dialects import tile
 from tile_mlir.layout import TileLayout
 from tile_mlir.lowering.support.analysis import enclosing, memory_space
 
+PRIVATE = "#gpu.address_space<private>"
+"""The memory space of every register tile's storage."""
 REGISTER_ALIGN = 2 * STORAGE_ALIGN
 """Bytes of alignment of a register tile's storage: room for 8 f32 registers accessed as
 one vector beside 16-byte accesses of a 2-byte type (a bf16 row cast from f32 registers)."""
@@ -95,8 +97,10 @@ class Buffers:
             alloc = buffer.owner.opview
             assert isinstance(alloc, tile.AllocOp), "storage() takes tile.alloc results"
             logical = ir.MemRefType(alloc.buffer.type)
+            # private however the tile spells it (memory space 5 is the same registers): an
+            # alloca in LLVM's address space 5 made its loops abort LLVM (hostile seed 4850)
             flat = ir.MemRefType.get([alloc.layout.storage_size], logical.element_type,
-                                     memory_space=logical.memory_space)
+                                     memory_space=ir.Attribute.parse(PRIVATE))
             # At the kernel's entry, where LLVM promotes allocas to registers.
             kernel = enclosing(alloc, "gpu.func")
             assert kernel is not None
