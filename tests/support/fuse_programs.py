@@ -236,6 +236,32 @@ def elementwise_ops(text: str) -> int:
     return lower(text, "tile-verify,tile-fuse").count('"tile.elementwise"')
 
 
+SLOTS_FULL = "tile.elementwise's operands after the second must share one type"
+"""tile-fuse's remark where fusing on would give the op more input types than its slots."""
+
+
+def fuse_remarks(text: str) -> str:
+    """tile-fuse's remarks on a program (what it fused and why it refused)."""
+    module = parse(text, "chain.mlir", new_context())
+    sink = DiagnosticSink()
+    pipeline.run(module, pipeline.Expander(
+        pass_options={"tile-fuse": {"explain": True}}).expand("tile-verify,tile-fuse"), sink)
+    return "\n".join(d.message for d in sink.diagnostics)
+
+
+def check_fused(chain: Chain, text: str) -> int:
+    """The tile.elementwise ops tile-fuse leaves of the chain's program, checked: one where
+    the chain's inputs fit the dialect's slots (expect_fused), unless the copies into
+    registers fused too (elementwise/reg_mem reads global operands) and brought the fused
+    op's inputs to more types than the slots take: then tile-fuse stops there, and says
+    so."""
+    ops = elementwise_ops(text)
+    if expect_fused(chain) and ops != 1:
+        assert SLOTS_FULL in fuse_remarks(text), \
+            f"{chain.describe()}: {ops} elementwise ops after tile-fuse"
+    return ops
+
+
 # ------------------------------------------------------------------ running on the host
 
 
