@@ -364,7 +364,6 @@ def test_a_chip_llvm_would_abort_or_exit_on_is_refused(tmp_path: Path, chip: str
         tile_mlir.compile(kernel(), chip=chip, cubin=False, cache=False)
 
 
-
 def whole_tile(space: str) -> str:
     """A CTA's tile.alloc in registers of which each thread holds all 16384 elements (a
     layout in memory only), in memory space `space`, copied in, abs, copied out."""
