@@ -66,7 +66,18 @@ ran bf16 2^18 2.76 -> 2.84 TB/s, f32 2.67 -> 2.80, bf16 2^16 2.94 -> 3.00 (w alo
 2.73, 3.08; neither 3.03, 3.01, 3.08): at bf16 2^18 half of what b adds to w alone. Two
 rows a cluster, each thread holding both rows' elements of the same columns (w and b read
 once for the two: half their bytes), took 1.98 and 1.73 TB/s (bf16 2^18, clusters of 16
-CTAs of 512 and of 1024 threads): a CTA an SM, and half as many clusters in flight."""
+CTAs of 512 and of 1024 threads): a CTA an SM, and half as many clusters in flight.
+Nor is it the apply phase's wait on w and b for want of registers to read them ahead in
+(PTX patches of the kernel as built, each result bit-identical to it, beside
+torch.compile in one process): the first S parts of w and of b copied into shared memory
+by cp.async right after the row's loads, no register held, and read from there, ran bf16
+2^18 2.755 -> 2.60 (S = 2), 2.38 (3), 2.30 (5); f32 2^18 2.70 -> 2.67, 2.65, 2.58, each
+with a request for 3 CTAs an SM (108 registers without it), which alone ran 2.67: the
+copies' L2 reads compete with the row's own. And the SM's CTAs do not share their
+slices of w and b through L1: w's and b's loads marked L1::evict_last left every case
+within 0.7% (bf16 2^18 2.768 -> 2.767, f32 2.689 -> 2.689, bf16 2^16 2.940 -> 2.938,
+f32 2^16 3.015 -> 3.031), x's loads L1::no_allocate (or evict_first) besides them cost
+1-2%."""
 
 from __future__ import annotations
 
