@@ -100,15 +100,31 @@ without in one run): layer norm bf16 rows of 2^15 2.76 -> 2.92 TB/s, 2^16 2.67 -
 2.62 -> 2.96; softmax within -0.5% (3.01 -> 3.00 at 2^16). 4 MiB was the best distance
 of those tried in a PTX experiment (layer norm bf16 2^16: 1 MiB on 2.77, 2 MiB 2.88, 3
 MiB 2.91, 4 MiB 2.92, 5 MiB 2.92; 2^18: 1 MiB 2.60, 2 MiB 2.71, 4 MiB 2.77, 6 MiB 2.74,
-8 MiB 2.68, 12 MiB 2.26). Rows of 4-byte elements prefetch nothing: f32 rows of 2^16 ran
-slower with it (layer norm 2.95 -> 2.91, softmax 3.08 -> 3.01, the fused add 2.94 ->
-2.90). Nor does the fused add + RMSNorm (two inputs): bench/fused.py's bf16 rows of 2^16
-ran 3.01 -> 2.88 TB/s with both rows prefetched 16 rows on (a separate timing of the same
-call, without the benchmark's fresh copies of x and the residual, had it 3.00 -> 3.01)."""
+8 MiB 2.68, 12 MiB 2.26; a later kernel's rows of 2^18 take 6 MiB in the normalizations:
+LONG_AHEAD). Rows of 4-byte elements prefetch nothing but the normalizations' long ones
+(LONG_AHEAD): f32 rows of 2^16 ran slower with it (layer norm 2.95 -> 2.91, softmax 3.08
+-> 3.01, the fused add 2.94 -> 2.90). Nor does the fused add + RMSNorm (two inputs):
+bench/fused.py's bf16 rows of 2^16 ran 3.01 -> 2.88 TB/s with both rows prefetched 16
+rows on (a separate timing of the same call, without the benchmark's fresh copies of x
+and the residual, had it 3.00 -> 3.01)."""
 AHEAD_ROW_MAX = 512 << 10
-"""Rows of more bytes than this prefetch nothing (16-bit rows of at most 2^18; f32 rows of
-2^18 ran slower at every distance tried in the PTX experiment: layer norm 2.52 -> 2.44 at
-4 rows on)."""
+"""Rows of more bytes than this prefetch nothing (16-bit rows of at most 2^18), but the
+normalizations' (LONG_AHEAD)."""
+LONG_ROW = 512 << 10
+LONG_ROW_MAX = 1 << 20
+LONG_AHEAD = {"rms_norm": 6 << 20, "layer_norm": 6 << 20}
+"""Bytes of input rows ahead for a family's rows of LONG_ROW to LONG_ROW_MAX bytes, of 16-
+or 32-bit elements (in place of AHEAD_BYTES, where there is one). Measured on an H100
+(one process, torch.compile interleaved, 300 repetitions; bit-identical results), TB/s
+against the planner before (4 MiB on for 16-bit rows, none for f32 ones): RMSNorm f32
+rows of 2^18 2.87 -> 2.95 at 6 MiB on (5 MiB 2.93, 7 MiB 2.95, 8 MiB 2.94, 10 MiB 2.86,
+12 MiB 2.70), bf16 2^18 2.90 -> 2.975 (8 MiB 2.92), f32 2^17 2.965 -> 2.985 (4 MiB
+2.97); layer norm f32 2^18 2.70 -> 2.74 (5-8 MiB 2.73-2.75, 10 MiB 2.56), bf16 2^18 2.75
+-> 2.77 (8 MiB 2.71), f32 2^17 2.855 -> 2.895 (4 MiB 2.905). Left as they were: softmax's
+f32 rows of 2^18 (3.00 without, 2.94-2.98 at 4-8 MiB, the last PTX experiment's 2.52 ->
+2.44 for layer norm at 4 MiB predating the mailboxes), the fused add + RMSNorm's (two
+inputs: f32 2^18 2.84 -> 2.48-2.64 at 5-7 MiB), and 16-bit rows of 2^16 (RMSNorm 3.10 ->
+3.05 at 6 MiB, layer norm 2.93 -> 2.86)."""
 EARLY_PARTS = {"rms_norm": 2, "fused_add_rms_norm": 2}
 """Parts of the weight each thread of a cluster reads into registers right after its row,
 before the reductions (Geometry.early), per op family that has a weight; the other parts
@@ -191,12 +207,17 @@ def _cta(nv: int, vec: int, most: int) -> Plan | None:
                    "warps through shared memory (one barrier each)")
 
 
-def _ahead(n: int, itemsize: int, inputs: int) -> int:
-    """Rows ahead whose input a cluster prefetches into L2 (0: none): AHEAD_BYTES of them,
-    for ops of one input (`inputs` arrays of rows) of 16-bit elements, rows of at most
-    AHEAD_ROW_MAX bytes."""
+def _ahead(n: int, itemsize: int, inputs: int, long_ahead: int = 0) -> int:
+    """Rows ahead whose input a cluster prefetches into L2 (0: none), for ops of one input
+    (`inputs` arrays of rows): `long_ahead` bytes of them (the op's LONG_AHEAD) for rows
+    of LONG_ROW to LONG_ROW_MAX bytes; else AHEAD_BYTES for rows of 16-bit elements of at
+    most AHEAD_ROW_MAX bytes."""
     row = n * itemsize
-    if inputs != 1 or itemsize != 2 or not 0 < row <= AHEAD_ROW_MAX:
+    if inputs != 1 or row <= 0:
+        return 0
+    if long_ahead and LONG_ROW <= row <= LONG_ROW_MAX:
+        return max(1, long_ahead // row)
+    if itemsize != 2 or row > AHEAD_ROW_MAX:
         return 0
     return max(1, AHEAD_BYTES // row)
 
@@ -233,17 +254,18 @@ def _split(nv: int, vec: int, clusters: int) -> Plan:
 
 
 def choose(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: int = 1,
-           early: int = 0) -> Plan:
+           early: int = 0, long_ahead: int = 0) -> Plan:
     """The strategy for m rows of n elements accessed `vec` at a time (see the module
     docstring of programs/rows.py): a group of lanes (of at most 16: a row a whole
     warp would hold takes a CTA, `_whole_warp`), a CTA, a cluster (of at most
     `clusters` CTAs: the GPU's largest_cluster, 0 where it has none) or two passes, the
     first that holds the row in registers. A cluster prefetches the rows ahead that
-    `_ahead` gives for `inputs` arrays of rows of `itemsize`-byte elements, and reads
-    `early` parts of the weight with the row (EARLY_PARTS)."""
+    `_ahead` gives for `inputs` arrays of rows of `itemsize`-byte elements (and the op's
+    `long_ahead`, LONG_AHEAD), and reads `early` parts of the weight with the row
+    (EARLY_PARTS)."""
     nv = n // vec
     found = _whole_warp(nv, vec) or _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
-        _cluster(nv, vec, clusters, _ahead(n, itemsize, inputs), early) or \
+        _cluster(nv, vec, clusters, _ahead(n, itemsize, inputs, long_ahead), early) or \
         _cta(nv, vec, MAX_CTA)
     return found or _split(nv, vec, clusters)
 
@@ -318,11 +340,11 @@ def largest_cluster(device: int) -> int:
 
 
 def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: int = 1,
-             early: int = 0) -> Plan:
+             early: int = 0, long_ahead: int = 0) -> Plan:
     if _forced:
         return _forced[0].plan(m, n, vec)
     return choose(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs,
-                  early=early)
+                  early=early, long_ahead=long_ahead)
 
 
 ROW_INPUTS = ("x", "r")
@@ -348,7 +370,8 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
     if not m * n:
         return f"{op} {dtype} {m}x{n}: an empty input: nothing is launched"
     plan = choose(m, n, vector_width(n, dtype, []), clusters, itemsize=DTYPES[dtype].bytes,
-                  inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0))
+                  inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
+                  long_ahead=LONG_AHEAD.get(op, 0))
     return f"{op} {dtype} {m}x{n}: {plan.geometry.strategy}: {plan.reason}"
 
 
@@ -538,7 +561,8 @@ def run(b: Builder, call: RowCall) -> Plan:
     weighted = call.flags.get("HAS_W", "w" in call.arrays)
     plan = plan_for(call.m, call.n, vector_of(call.n, rows), b.device,
                     itemsize=read[0].itemsize, inputs=len(read),
-                    early=EARLY_PARTS.get(call.family, 0) if weighted else 0)
+                    early=EARLY_PARTS.get(call.family, 0) if weighted else 0,
+                    long_ahead=LONG_AHEAD.get(call.family, 0))
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":
