@@ -95,7 +95,8 @@ CASES = [
     ("layer_norm", 1024, 65536, "bf16"),  # cluster of 8 CTAs of 128 threads, spill allowed
     ("softmax", 128, 262144, "f32"),
     ("rms_norm", 128, 262144, "f32"),  # cluster of 16, 2 parts of the weight read early
-    ("layer_norm", 128, 262144, "f32"),  # cluster of 16, 6 rows ahead (LONG_AHEAD)
+    ("layer_norm", 128, 262144, "f32"),  # cluster of 16, 6 rows ahead (F32_AHEAD)
+    ("log_softmax", 256, 262144, "bf16"),  # cluster of 16, 12 rows ahead (LONG_AHEAD_BYTES)
 ]
 
 
@@ -104,7 +105,7 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     plan = rows.choose(m, n, rows.vector_width(n, dtype, []), clusters=16,
                        itemsize=DTYPES[dtype].bytes, inputs=rows.inputs_of(op),
                        early=rows.EARLY_PARTS.get(op, 0),
-                       long_ahead=rows.LONG_AHEAD.get(op, 0))
+                       f32_ahead=op in rows.F32_AHEAD)
     g = plan.geometry
     assert g.early == (rows.EARLY_PARTS.get(op, 0) if g.strategy == "cluster" else 0)
     program = _program(op, g, m, n, dtype)
@@ -115,17 +116,17 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     assert "st.global.v4.b32" in ptx, "the row is not written in 16-byte stores"
     # a cluster's rows (of ops of one input) prefetch the row `ahead` rows on, each thread
     # its vectors of it (8 of 16 bytes a thread of 2^18 bf16 elements): 16-bit rows of up
-    # to AHEAD_ROW_MAX bytes AHEAD_BYTES on, the normalizations' rows of LONG_ROW to
-    # LONG_ROW_MAX bytes (f32 too) their LONG_AHEAD on
+    # to AHEAD_ROW_MAX bytes, and the F32_AHEAD families' f32 rows of LONG_ROW to
+    # F32_ROW_MAX bytes; AHEAD_BYTES on, LONG_AHEAD_BYTES from LONG_ROW bytes
     size = DTYPES[dtype].bytes
     row = n * size
     fetches = -(-row // 16 // g.lanes) if g.ahead else 0
     assert ptx.count("prefetch.global.L2") == fetches, g
     one = g.strategy == "cluster" and rows.inputs_of(op) == 1
-    if one and op in rows.LONG_AHEAD and rows.LONG_ROW <= row <= rows.LONG_ROW_MAX:
-        assert g.ahead == rows.LONG_AHEAD[op] // row
-    elif one and size == 2 and row <= rows.AHEAD_ROW_MAX:
-        assert g.ahead == rows.AHEAD_BYTES // row
+    wide = op in rows.F32_AHEAD and size == 4 and rows.LONG_ROW <= row <= rows.F32_ROW_MAX
+    if one and ((size == 2 and row <= rows.AHEAD_ROW_MAX) or wide):
+        distance = rows.LONG_AHEAD_BYTES if row >= rows.LONG_ROW else rows.AHEAD_BYTES
+        assert g.ahead == distance // row
     else:
         assert g.ahead == 0
     reductions, values = _rounds_and_values(op, g)

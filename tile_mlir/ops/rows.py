@@ -100,31 +100,35 @@ without in one run): layer norm bf16 rows of 2^15 2.76 -> 2.92 TB/s, 2^16 2.67 -
 2.62 -> 2.96; softmax within -0.5% (3.01 -> 3.00 at 2^16). 4 MiB was the best distance
 of those tried in a PTX experiment (layer norm bf16 2^16: 1 MiB on 2.77, 2 MiB 2.88, 3
 MiB 2.91, 4 MiB 2.92, 5 MiB 2.92; 2^18: 1 MiB 2.60, 2 MiB 2.71, 4 MiB 2.77, 6 MiB 2.74,
-8 MiB 2.68, 12 MiB 2.26; a later kernel's rows of 2^18 take 6 MiB in the normalizations:
-LONG_AHEAD). Rows of 4-byte elements prefetch nothing but the normalizations' long ones
-(LONG_AHEAD): f32 rows of 2^16 ran slower with it (layer norm 2.95 -> 2.91, softmax 3.08
+8 MiB 2.68, 12 MiB 2.26; a later kernel's rows of 2^18 take 6 MiB: LONG_AHEAD_BYTES).
+Rows of 4-byte elements prefetch nothing but the normalizations' long ones (F32_AHEAD):
+f32 rows of 2^16 ran slower with it (layer norm 2.95 -> 2.91, softmax 3.08
 -> 3.01, the fused add 2.94 -> 2.90). Nor does the fused add + RMSNorm (two inputs):
 bench/fused.py's bf16 rows of 2^16 ran 3.01 -> 2.88 TB/s with both rows prefetched 16
 rows on (a separate timing of the same call, without the benchmark's fresh copies of x
 and the residual, had it 3.00 -> 3.01)."""
 AHEAD_ROW_MAX = 512 << 10
-"""Rows of more bytes than this prefetch nothing (16-bit rows of at most 2^18), but the
-normalizations' (LONG_AHEAD)."""
+"""16-bit rows of more bytes than this prefetch nothing (rows of at most 2^18 elements)."""
 LONG_ROW = 512 << 10
-LONG_ROW_MAX = 1 << 20
-LONG_AHEAD = {"rms_norm": 6 << 20, "layer_norm": 6 << 20}
-"""Bytes of input rows ahead for a family's rows of LONG_ROW to LONG_ROW_MAX bytes, of 16-
-or 32-bit elements (in place of AHEAD_BYTES, where there is one). Measured on an H100
-(one process, torch.compile interleaved, 300 repetitions; bit-identical results), TB/s
-against the planner before (4 MiB on for 16-bit rows, none for f32 ones): RMSNorm f32
-rows of 2^18 2.87 -> 2.95 at 6 MiB on (5 MiB 2.93, 7 MiB 2.95, 8 MiB 2.94, 10 MiB 2.86,
-12 MiB 2.70), bf16 2^18 2.90 -> 2.975 (8 MiB 2.92), f32 2^17 2.965 -> 2.985 (4 MiB
-2.97); layer norm f32 2^18 2.70 -> 2.74 (5-8 MiB 2.73-2.75, 10 MiB 2.56), bf16 2^18 2.75
--> 2.77 (8 MiB 2.71), f32 2^17 2.855 -> 2.895 (4 MiB 2.905). Left as they were: softmax's
-f32 rows of 2^18 (3.00 without, 2.94-2.98 at 4-8 MiB, the last PTX experiment's 2.52 ->
-2.44 for layer norm at 4 MiB predating the mailboxes), the fused add + RMSNorm's (two
-inputs: f32 2^18 2.84 -> 2.48-2.64 at 5-7 MiB), and 16-bit rows of 2^16 (RMSNorm 3.10 ->
-3.05 at 6 MiB, layer norm 2.93 -> 2.86)."""
+LONG_AHEAD_BYTES = 6 << 20
+"""Bytes of input rows ahead for rows of LONG_ROW bytes or more (in place of AHEAD_BYTES).
+Measured on an H100 (one process, torch.compile interleaved, 300 repetitions;
+bit-identical results), TB/s against the planner before (4 MiB on for 16-bit rows, none
+for f32 ones): RMSNorm bf16 rows of 2^18 2.90 -> 2.975 at 6 MiB on (8 MiB 2.92), f32
+2^18 2.87 -> 2.95 (5 MiB 2.93, 7 MiB 2.95, 8 MiB 2.94, 10 MiB 2.86, 12 MiB 2.70), f32
+2^17 2.965 -> 2.985 (4 MiB 2.97); layer norm bf16 2^18 2.75 -> 2.77 (8 MiB 2.71), f32
+2^18 2.70 -> 2.74 (5-8 MiB 2.73-2.75, 10 MiB 2.56), f32 2^17 2.855 -> 2.895 (4 MiB
+2.905); softmax bf16 2^18 2.935 -> 2.975 (5 MiB 2.96, 8 MiB 2.96), log_softmax 2.87 ->
+2.92. Shorter rows keep AHEAD_BYTES (16-bit rows of 2^16 at 6 MiB: RMSNorm 3.10 -> 3.05,
+layer norm 2.93 -> 2.86)."""
+F32_AHEAD = ("rms_norm", "layer_norm")
+F32_ROW_MAX = 1 << 20
+"""The families whose rows of 4-byte elements prefetch too, LONG_AHEAD_BYTES on, where the
+rows are LONG_ROW to F32_ROW_MAX bytes (f32 rows of 2^17 and 2^18: LONG_AHEAD_BYTES's
+figures). Not softmax's: its f32 rows of 2^18 ran 3.00 TB/s without, 2.94-2.98 at 4-8
+MiB (the last PTX experiment's layer norm at 4 MiB, 2.52 -> 2.44, predated the
+mailboxes). The fused add + RMSNorm reads two arrays of rows and prefetches neither (f32
+2^18 2.84 -> 2.48-2.64 at 5-7 MiB of both)."""
 EARLY_PARTS = {"rms_norm": 2, "fused_add_rms_norm": 2}
 """Parts of the weight each thread of a cluster reads into registers right after its row,
 before the reductions (Geometry.early), per op family that has a weight; the other parts
@@ -207,19 +211,18 @@ def _cta(nv: int, vec: int, most: int) -> Plan | None:
                    "warps through shared memory (one barrier each)")
 
 
-def _ahead(n: int, itemsize: int, inputs: int, long_ahead: int = 0) -> int:
+def _ahead(n: int, itemsize: int, inputs: int, f32: bool = False) -> int:
     """Rows ahead whose input a cluster prefetches into L2 (0: none), for ops of one input
-    (`inputs` arrays of rows): `long_ahead` bytes of them (the op's LONG_AHEAD) for rows
-    of LONG_ROW to LONG_ROW_MAX bytes; else AHEAD_BYTES for rows of 16-bit elements of at
-    most AHEAD_ROW_MAX bytes."""
+    (`inputs` arrays of rows): rows of 16-bit elements of at most AHEAD_ROW_MAX bytes, and
+    (where `f32`: the op's family is one of F32_AHEAD) rows of 4-byte ones of LONG_ROW to
+    F32_ROW_MAX bytes; AHEAD_BYTES of them, LONG_AHEAD_BYTES from LONG_ROW bytes."""
     row = n * itemsize
     if inputs != 1 or row <= 0:
         return 0
-    if long_ahead and LONG_ROW <= row <= LONG_ROW_MAX:
-        return max(1, long_ahead // row)
-    if itemsize != 2 or row > AHEAD_ROW_MAX:
-        return 0
-    return max(1, AHEAD_BYTES // row)
+    long_f32 = f32 and itemsize == 4 and LONG_ROW <= row <= F32_ROW_MAX
+    if (itemsize == 2 and row <= AHEAD_ROW_MAX) or long_f32:
+        return max(1, (LONG_AHEAD_BYTES if row >= LONG_ROW else AHEAD_BYTES) // row)
+    return 0
 
 
 def _cluster(nv: int, vec: int, clusters: int, ahead: int, early: int) -> Plan | None:
@@ -254,18 +257,18 @@ def _split(nv: int, vec: int, clusters: int) -> Plan:
 
 
 def choose(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: int = 1,
-           early: int = 0, long_ahead: int = 0) -> Plan:
+           early: int = 0, f32_ahead: bool = False) -> Plan:
     """The strategy for m rows of n elements accessed `vec` at a time (see the module
     docstring of programs/rows.py): a group of lanes (of at most 16: a row a whole
     warp would hold takes a CTA, `_whole_warp`), a CTA, a cluster (of at most
     `clusters` CTAs: the GPU's largest_cluster, 0 where it has none) or two passes, the
     first that holds the row in registers. A cluster prefetches the rows ahead that
-    `_ahead` gives for `inputs` arrays of rows of `itemsize`-byte elements (and the op's
-    `long_ahead`, LONG_AHEAD), and reads `early` parts of the weight with the row
+    `_ahead` gives for `inputs` arrays of rows of `itemsize`-byte elements (of 4-byte ones
+    too where `f32_ahead`: F32_AHEAD), and reads `early` parts of the weight with the row
     (EARLY_PARTS)."""
     nv = n // vec
     found = _whole_warp(nv, vec) or _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
-        _cluster(nv, vec, clusters, _ahead(n, itemsize, inputs, long_ahead), early) or \
+        _cluster(nv, vec, clusters, _ahead(n, itemsize, inputs, f32_ahead), early) or \
         _cta(nv, vec, MAX_CTA)
     return found or _split(nv, vec, clusters)
 
@@ -340,11 +343,11 @@ def largest_cluster(device: int) -> int:
 
 
 def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: int = 1,
-             early: int = 0, long_ahead: int = 0) -> Plan:
+             early: int = 0, f32_ahead: bool = False) -> Plan:
     if _forced:
         return _forced[0].plan(m, n, vec)
     return choose(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs,
-                  early=early, long_ahead=long_ahead)
+                  early=early, f32_ahead=f32_ahead)
 
 
 ROW_INPUTS = ("x", "r")
@@ -371,7 +374,7 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
         return f"{op} {dtype} {m}x{n}: an empty input: nothing is launched"
     plan = choose(m, n, vector_width(n, dtype, []), clusters, itemsize=DTYPES[dtype].bytes,
                   inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
-                  long_ahead=LONG_AHEAD.get(op, 0))
+                  f32_ahead=op in F32_AHEAD)
     return f"{op} {dtype} {m}x{n}: {plan.geometry.strategy}: {plan.reason}"
 
 
@@ -562,7 +565,7 @@ def run(b: Builder, call: RowCall) -> Plan:
     plan = plan_for(call.m, call.n, vector_of(call.n, rows), b.device,
                     itemsize=read[0].itemsize, inputs=len(read),
                     early=EARLY_PARTS.get(call.family, 0) if weighted else 0,
-                    long_ahead=LONG_AHEAD.get(call.family, 0))
+                    f32_ahead=call.family in F32_AHEAD)
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":

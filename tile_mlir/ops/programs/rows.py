@@ -21,7 +21,7 @@ local memory). The strategies differ in who the P threads are:
   shared memory (registers.py; no cluster barrier but one at the entry); ops of one
   input over rows of 16-bit elements (and the normalizations over long rows of f32 ones)
   also prefetch into L2 the row a later cluster reads (`ahead`, tl.cluster.prefetch:
-  ops/rows.py's AHEAD_BYTES and LONG_AHEAD);
+  ops/rows.py's AHEAD_BYTES, LONG_AHEAD_BYTES and F32_AHEAD);
 - "split": two kernels per op for rows longer than a cluster holds (or a GPU without
   clusters): pass 1 reduces each chunk of a row (one CTA per chunk) into partial
   statistics in a temporary [M, S, chunks] f32 array (softmax: the chunk's max and sum
@@ -108,8 +108,8 @@ class Geometry:
     elements of each part; `rows` rows per CTA (strategy "warp"), `ctas` CTAs per row
     (a cluster), `parts` parts per chunk and `chunks` chunks per row (strategy
     "split"; one chunk, the whole row, otherwise); `ahead`: the row that many rows on
-    is prefetched into L2 as a row is loaded (0: none; ops/rows.py's AHEAD_BYTES and
-    LONG_AHEAD);
+    is prefetched into L2 as a row is loaded (0: none; ops/rows.py's AHEAD_BYTES,
+    LONG_AHEAD_BYTES and F32_AHEAD);
     `early`: parts of the weight (and bias) read into registers right after the row,
     before the reductions (0: each read where the apply phase uses it)."""
 
