@@ -50,7 +50,14 @@ against at least 4 rows a CTA (at most 4 warps a row) as before: f32 rows of 409
 3.00 -> 3.04; bf16 rows of 8192 2.86 -> 2.88 (torch.compile 2.92), of 16384 2.84 ->
 2.88, of 32768 2.84 -> 2.88; amax f16 and amin f32 over rows of 8192 2.86 -> 2.90 and
 3.01 -> 3.05. Neither 256 nor 1024 threads a CTA, nor 2 or 8 loads a lane, did better
-at 8192 and 16384 (bf16) or 4096 (f32)."""
+at 8192 and 16384 (bf16) or 4096 (f32). Two more tried on 8192 x 8192 and 65536 x 1024
+(one process, torch.compile interleaved, 300 repetitions), neither kept: each CTA
+prefetching into L2 the rows of the CTA 32 to 192 on (tile.prefetch, as the row ops'
+clusters do) ran every case 0-1% slower (sum bf16 8192 2.877 -> 2.84-2.87 TB/s; amax bf16
+8192 2.90 -> 2.86-2.88; f32 unchanged at 3.05); and a PTX patch without the 32 first
+steps x + 0.0 of a thread's partial sums (kept for the signed zero of an all -0.0 sum)
+ran bf16 8192 2.88 -> 2.89, the rest within 0.2%: where bf16 sums trail torch.compile
+(2.88 against 2.91-2.93) is not their arithmetic either."""
 COLUMN_WIDTH = 128
 """Columns a CTA of a columns stage takes, about (column_width: the divisor of B nearest
 it, wider where the rows are few).
