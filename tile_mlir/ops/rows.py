@@ -128,7 +128,9 @@ rows are LONG_ROW to F32_ROW_MAX bytes (f32 rows of 2^17 and 2^18: LONG_AHEAD_BY
 figures). Not softmax's: its f32 rows of 2^18 ran 3.00 TB/s without, 2.94-2.98 at 4-8
 MiB (the last PTX experiment's layer norm at 4 MiB, 2.52 -> 2.44, predated the
 mailboxes). The fused add + RMSNorm reads two arrays of rows and prefetches neither (f32
-2^18 2.84 -> 2.48-2.64 at 5-7 MiB of both)."""
+2^18 2.84 -> 2.48-2.64 at 5-7 MiB of both; 6 MiB of x's alone 2.895 -> 2.72, of r's
+2.79; bf16 2^18 at 6 MiB 2.92 -> 2.89 and 2.88, bf16 2^16 at 4 MiB 3.12 -> 2.87 and
+2.93)."""
 EARLY_PARTS = {"rms_norm": 2, "fused_add_rms_norm": 2}
 """Parts of the weight each thread of a cluster reads into registers right after its row,
 before the reductions (Geometry.early), per op family that has a weight; the other parts
