@@ -341,6 +341,15 @@ def valid_kernel(rng: random.Random) -> Kernel:
 # ---------------------------------------------------------------- perturbations
 
 Perturbation = Callable[[random.Random, Kernel], str]
+NO_MEMREF = "no memref left to change"
+"""What a perturbation of a memref type says where earlier ones (unranked) left none."""
+
+
+def _memref(rng: random.Random, kernel: Kernel) -> Val | None:
+    """One of the kernel's memref values, or None where it has none left (drawing from the
+    generator only where there is one, so that other seeds' kernels stay as they were)."""
+    memrefs = kernel.memrefs()
+    return rng.choice(memrefs) if memrefs else None
 
 
 def wrong_attribute(rng: random.Random, kernel: Kernel) -> str:
@@ -367,7 +376,9 @@ def unknown_attribute(rng: random.Random, kernel: Kernel) -> str:
 
 
 def hostile_extent(rng: random.Random, kernel: Kernel) -> str:
-    value = rng.choice(kernel.memrefs())
+    value = _memref(rng, kernel)
+    if value is None:
+        return NO_MEMREF
     assert value.shape is not None
     if not value.shape:
         value.shape.append(rng.choice(HOSTILE_EXTENTS))
@@ -377,7 +388,9 @@ def hostile_extent(rng: random.Random, kernel: Kernel) -> str:
 
 
 def rank_change(rng: random.Random, kernel: Kernel) -> str:
-    value = rng.choice(kernel.memrefs())
+    value = _memref(rng, kernel)
+    if value is None:
+        return NO_MEMREF
     assert value.shape is not None
     if value.shape and rng.random() < 0.5:
         value.shape.pop(rng.randrange(len(value.shape)))
@@ -393,13 +406,17 @@ def odd_element_type(rng: random.Random, kernel: Kernel) -> str:
 
 
 def odd_space(rng: random.Random, kernel: Kernel) -> str:
-    value = rng.choice(kernel.memrefs())
+    value = _memref(rng, kernel)
+    if value is None:
+        return NO_MEMREF
     value.space = rng.choice(ODD_SPACES)
     return f"{value.name}: {value.type}"
 
 
 def odd_layout_type(rng: random.Random, kernel: Kernel) -> str:
-    value = rng.choice(kernel.memrefs())
+    value = _memref(rng, kernel)
+    if value is None:
+        return NO_MEMREF
     rank = len(value.shape or [])
     strides = ", ".join(rng.choice(("1", "0", "2", "-1", "?", "4294967296")) for _ in range(rank))
     offset = rng.choice(("0", "?", "3", "-5", "9223372036854775807"))
@@ -409,7 +426,9 @@ def odd_layout_type(rng: random.Random, kernel: Kernel) -> str:
 
 
 def unranked(rng: random.Random, kernel: Kernel) -> str:
-    value = rng.choice(kernel.memrefs())
+    value = _memref(rng, kernel)
+    if value is None:
+        return NO_MEMREF
     value.raw = rng.choice(("memref<*xf32>", "memref<f32>", "memref<*xf16, 3>", "tensor<4xf32>",
                             "vector<4xf32>", "!gpu.async.token"))
     return f"{value.name}: {value.type}"

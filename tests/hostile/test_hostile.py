@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -80,6 +81,21 @@ def test_the_corpus_is_seeded_large_and_covers_every_family() -> None:
     assert sum(1 for c in cases if not _is_utf8(c.data)) >= 20
     mutated = {c.note.split(";")[0] for c in cases if c.family == "mutations"}
     assert mutated == {name for name, _ in corpus.seed_files()}
+
+
+def test_a_kernel_left_without_memrefs_takes_its_memref_perturbations() -> None:
+    """unranked() can make a kernel's one memref a tensor; the perturbations of memref
+    types after it say so rather than raise (seed 4853 stopped the whole runner at
+    grammar-2972: 'Cannot choose from an empty sequence')."""
+    data, note = corpus.grammar_case(corpus._rng(4853, "grammar", 2972), 2972)
+    assert grammar.NO_MEMREF in note, note
+    kernel = grammar.valid_kernel(random.Random(0))
+    for value in kernel.memrefs():
+        value.raw = "tensor<4xf32>"
+    for perturb in (grammar.hostile_extent, grammar.rank_change, grammar.odd_space,
+                    grammar.odd_layout_type, grammar.unranked):
+        assert perturb(random.Random(1), kernel) == grammar.NO_MEMREF
+    assert data.startswith(b"module")
 
 
 def test_the_corpus_knows_every_attribute_and_variant() -> None:
