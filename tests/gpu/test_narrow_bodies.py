@@ -1,6 +1,6 @@
 """gpu tier: the ops whose results narrower than f32 take a cheaper body (op_table's
-narrow_body: bodies.softplus_narrow, mish_narrow, elu_narrow, selu_narrow and
-silu_narrow, the MUFU's ex2.approx, lg2.approx and div.approx in place of libdevice's
+narrow_body: bodies.softplus_narrow, mish_narrow, elu_narrow, selu_narrow, silu_narrow
+and sigmoid_narrow, the MUFU's ex2.approx, lg2.approx and div.approx in place of libdevice's
 expf, expm1f, log1pf and tanhf and the IEEE division) on every value of f16, bf16 and
 the fp8 types, softplus and elu for several of their parameters: within one ulp of the
 float64 result rounded once (NaN, the infinities and subnormal results included), the
@@ -49,6 +49,12 @@ def _float64_silu(x: np.ndarray) -> np.ndarray:
     return result
 
 
+def _float64_sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        result: np.ndarray = 1.0 / (1.0 + np.exp(-x))
+    return result
+
+
 def _float64_softplus(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
     """torch's softplus in float64, with its f32 overflow: exp(y) is inf from
     bodies.EXP_OVERFLOW on, so log1p(exp(y)) / beta is +-inf there."""
@@ -72,6 +78,11 @@ def test_softplus_on_every_value(dtype: str, beta: float, threshold: float) -> N
 @pytest.mark.parametrize("dtype", NARROW)
 def test_silu_on_every_value(dtype: str) -> None:
     _check("silu", dtype, (), lambda F, x: F.silu(x), _float64_silu)
+
+
+@pytest.mark.parametrize("dtype", NARROW)
+def test_sigmoid_on_every_value(dtype: str) -> None:
+    _check("sigmoid", dtype, (), lambda F, x: torch_module().sigmoid(x), _float64_sigmoid)
 
 
 @pytest.mark.parametrize("dtype", NARROW)

@@ -70,7 +70,7 @@ def test_fp8_uses_the_packed_conversions() -> None:
     assert "setp.ge.f32" in e5m2  # e5m2 keeps Inf: what saturated moves up to it
 
 
-@pytest.mark.parametrize("op", ["softplus", "mish", "elu", "selu", "silu"])
+@pytest.mark.parametrize("op", ["softplus", "mish", "elu", "selu", "silu", "sigmoid"])
 def test_narrow_results_take_the_narrow_body(op: str) -> None:
     """A result narrower than f32 (whatever the inputs) takes the row's narrow_body, an f32
     one the body whose results are torch's."""
@@ -86,7 +86,8 @@ def test_narrow_results_take_the_narrow_body(op: str) -> None:
 @pytest.mark.parametrize(("op", "instruction", "flushing"),
                          [("softplus", "lg2.approx.f32", "lg2.approx.ftz"),
                           ("mish", "div.approx.f32", "div.approx.ftz"),
-                          ("silu", "ex2.approx.f32", "ex2.approx.ftz")])
+                          ("silu", "ex2.approx.f32", "ex2.approx.ftz"),
+                          ("sigmoid", "div.approx.f32", "div.approx.ftz")])
 def test_narrow_bodies_reach_the_ptx(op: str, instruction: str, flushing: str) -> None:
     """The MUFU's instructions of a narrow body are in a 16-bit or fp8 kernel's PTX (not
     flushing subnormals: no .ftz), and not in the f32 one's."""

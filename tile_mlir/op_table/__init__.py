@@ -17,8 +17,8 @@ is first rounded to that type where it is narrower than the compute type (torch
 casts every tensor operand to the common dtype: lowering/support/compute.py);
 scalars are not. The result is converted to dst's type. Where that type is
 narrower than f32, a row may build a cheaper body: `narrow_body` (softplus, mish,
-elu, selu and silu on the special function unit's approximations: within one ulp of
-the narrow result) or, where every operand is fp8, `fp8_body` (division: the same fp8
+elu, selu, silu and sigmoid on the special function unit's approximations: within one
+ulp of the narrow result) or, where every operand is fp8, `fp8_body` (division: the same fp8
 results); a fused step takes the body its unfused op would (`body_for`).
 
 Output rules: "same" (dst has the promoted type), "float" (as "same", but
@@ -241,7 +241,7 @@ _ROWS = (
     _activation("relu", native=HALVES, exact=True),
     _activation("gelu"),
     _activation("silu", narrow=b.silu_narrow),
-    _activation("sigmoid"),
+    _activation("sigmoid", narrow=b.sigmoid_narrow),
     _activation("tanh"),
     _activation("leaky_relu", 2, scalar_only=(1,), exact=True),
     _activation("elu", 2, scalar_only=(1,), narrow=b.elu_narrow),

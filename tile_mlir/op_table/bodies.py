@@ -568,6 +568,18 @@ def silu_narrow(args: list[Value], ty: Type) -> Value:
     return arith.select(compare("lt", x, const(ty, SILU_TAIL)), tail, quotient)
 
 
+def sigmoid_narrow(args: list[Value], ty: Type) -> Value:
+    """sigmoid where the result is f16, bf16 or fp8 (computed in f32): 1 / (1 + e^-x) with
+    e^-x by ex2.approx and the quotient by div.approx, e^x below SILU_TAIL (where 1 + e^-x
+    would pass div.approx's 2^126), as silu_narrow; within a few f32 ulps of the exact
+    result, so the narrow one is the correctly rounded one or its neighbour (one ulp). 0
+    at -inf, 1 at +inf, NaN for NaN, as `sigmoid`."""
+    x = args[0]
+    one = const(ty, 1.0)
+    quotient = _lanewise(DIV_APPROX, one, arith.addf(one, _exp_mufu(arith.negf(x), ty)))
+    return arith.select(compare("lt", x, const(ty, SILU_TAIL)), _exp_mufu(x, ty), quotient)
+
+
 def gelu(args: list[Value], ty: Type) -> Value:
     """x * 0.5 * (1 + erf(x * M_SQRT1_2))."""
     x = args[0]
