@@ -69,7 +69,10 @@ def _in_source(diagnostic: Diagnostic, name: str, filled: segments.Filled) -> Di
 _LEXEME = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"')
 _ESCAPE = re.compile(r"\\([0-9a-fA-F]{2}|.)")
 _CALL = re.compile(r"\s*\(")
-_CUSTOM_TILE_OP = re.compile(r"(?<![\w.$#!%@\"-])tile\.(copy|elementwise|reduce|alloc)\b")
+_CUSTOM_TILE_OP = re.compile(r"(?<![\w.$#!%@\"-])tile\.("
+                             + "|".join(name.removeprefix("tile.") for name in tile.OP_NAMES)
+                             + r")\b")
+"""A tile op written in custom form: any op of the dialect (tile.OP_NAMES)."""
 
 
 def _strings(text: str) -> Iterator[re.Match[str]]:

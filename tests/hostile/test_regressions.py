@@ -110,6 +110,19 @@ def test_a_tile_op_in_custom_form_is_located(tmp_path: Path) -> None:
     assert_located(tile_opt(path), f"{path}:3:5", "'tile.copy' has no custom assembly form")
 
 
+@pytest.mark.parametrize("body", [
+    'tile.prefetch(%a) {scope = "cta"} : (memref<64xf32>) -> ()',
+    # hostile seed 4853, mutations-3172: the op name's opening quote deleted
+    'tile.prefetch"(%a) {scope = "cta"} : (memref<64xf32>) -> ()'])
+def test_tile_prefetch_in_custom_form_is_located(tmp_path: Path, body: str) -> None:
+    """Every op of the dialect, tile.prefetch too (MLIR fails on these with no message:
+    'Unable to parse module assembly', unlocated, before tile.OP_NAMES fed the check)."""
+    path = tmp_path / "in.mlir"
+    path.write_text(kernel(body=body))
+    assert_located(tile_opt(path, "--tile-verify"), f"{path}:3:5",
+                   "'tile.prefetch' has no custom assembly form")
+
+
 # ------------------------------------------------------------ kernels and types
 
 

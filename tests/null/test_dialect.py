@@ -3,6 +3,7 @@ Python op classes, builders that make verifiable IR, and upstream interop."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,6 +24,16 @@ def test_load_is_idempotent() -> None:
     tile.load(context)
     tile.load(context)  # a second IRDL load would abort the process
     assert context.is_registered_operation("tile.elementwise")
+
+
+def test_op_names_are_the_dialects_operations() -> None:
+    """tile.OP_NAMES (what the passes and the parser's custom-form check know of) is every
+    operation dialect/tile.irdl.mlir defines."""
+    text = (ROOT / "dialect" / "tile.irdl.mlir").read_text()
+    defined = {f"tile.{name}" for name in re.findall(r"irdl\.operation @(\w+)", text)}
+    assert defined == set(tile.OP_NAMES)
+    context = new_context()
+    assert all(context.is_registered_operation(name) for name in tile.OP_NAMES)
 
 
 def _kernel(context: ir.Context) -> tuple[ir.Module, ir.Block]:
