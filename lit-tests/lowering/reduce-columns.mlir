@@ -3,26 +3,44 @@
 // RUN: tile-opt %s --split-input-file --tile-lower --canonicalize --cse | FileCheck %s
 // RUN: tile-opt %s --split-input-file --tile-dispatch --tile-explain 2>&1 >/dev/null | FileCheck %s --check-prefix=EXPLAIN
 
-// 512 columns over 128 threads: one float4 of outputs each, all 64 rows walked with
-// four accumulators (four loads in flight); a scale of 1/64 makes it a mean.
+// 512 columns over 128 threads: one float4 of outputs each, all 64 rows walked sixteen
+// loads a round (in flight together) folded into one accumulator (GLOBAL_FOLDS of a
+// 4-byte source); a scale of 1/64 makes it a mean.
 // EXPLAIN: tile.reduce sum at scope cta: variant columns
 // EXPLAIN: columns (priority 20): chosen
 // EXPLAIN: gmem (priority 10): accepts
 // CHECK-LABEL: gpu.func @wide
 // CHECK: %[[T:.*]] = gpu.thread_id x
 // CHECK-NOT: scf.for %{{.*}} = %[[T]]
-// CHECK: %[[ACC:.*]]:4 = scf.for %[[R:.*]] = %c0 to %c61 step %c4 iter_args
-// CHECK-COUNT-4: vector.load {{.*}} : memref<64x512xf32>, vector<4xf32>
-// CHECK-COUNT-4: arith.addf
-// CHECK: %[[A1:.*]] = arith.addf %[[ACC]]#0, %[[ACC]]#1 : vector<4xf32>
-// CHECK: %[[A2:.*]] = arith.addf %[[A1]], %[[ACC]]#2 : vector<4xf32>
-// CHECK: %[[A3:.*]] = arith.addf %[[A2]], %[[ACC]]#3 : vector<4xf32>
-// CHECK: %[[MEAN:.*]] = arith.mulf %[[A3]], %{{.*}} : vector<4xf32>
+// CHECK: %[[ACC:.*]] = scf.for %[[R:.*]] = %c0 to %c49 step %c16 iter_args
+// CHECK-COUNT-16: vector.load {{.*}} : memref<64x512xf32>, vector<4xf32>
+// CHECK-COUNT-16: arith.addf
+// CHECK: %[[MEAN:.*]] = arith.mulf %[[ACC]], %{{.*}} : vector<4xf32>
 // CHECK: vector.store %[[MEAN]], %{{.*}} {alignment = 16 : i64} : memref<512xf32>, vector<4xf32>
 // CHECK-NOT: gpu.barrier
 gpu.module @m {
   gpu.func @wide(%a: memref<64x512xf32>, %out: memref<512xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
     "tile.reduce"(%out, %a) {kind = "sum", axes = array<i64: 0>, scope = "cta", scale = 1.562500e-02 : f64} : (memref<512xf32>, memref<64x512xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// A 2-byte source: sixteen loads a round into two accumulators in turn (each load
+// converted to f32); 40 rows make two rounds (rows 0-31) and a remainder loop over the
+// last 8 rows, which continues the first accumulator; the two fold together last.
+// CHECK-LABEL: gpu.func @half_words
+// CHECK: %[[ACC:.*]]:2 = scf.for %{{.*}} = %c0 to %c25 step %c16 iter_args(%[[A:.*]] = %{{.*}}, %[[B:.*]] = %{{.*}}) -> (vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-16: vector.load {{.*}} : memref<40x1024xbf16>, vector<8xbf16>
+// CHECK: arith.addf %[[A]], %{{.*}} : vector<8xf32>
+// CHECK-NEXT: arith.addf %[[B]], %{{.*}} : vector<8xf32>
+// CHECK: %[[REST:.*]] = scf.for %{{.*}} = %c32 to %c40 step %c1 iter_args(%{{.*}} = %[[ACC]]#0) -> (vector<8xf32>)
+// CHECK: %[[SUM:.*]] = arith.addf %[[REST]], %[[ACC]]#1 : vector<8xf32>
+// CHECK: arith.truncf %[[SUM]] : vector<8xf32> to vector<8xbf16>
+gpu.module @m {
+  gpu.func @half_words(%a: memref<40x1024xbf16>, %out: memref<1024xbf16>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    "tile.reduce"(%out, %a) {kind = "sum", axes = array<i64: 0>, scope = "cta"} : (memref<1024xbf16>, memref<40x1024xbf16>) -> ()
     gpu.return
   }
 }

@@ -120,35 +120,39 @@ UNROLL = 4
 
 
 def fold_strided(red: Reduction, first: ir.Value, bound: int, *, step: int,
-                 load_at: Callable[[ir.Value], ir.Value], vec: int, unroll: int = UNROLL
-                 ) -> ir.Value:
+                 load_at: Callable[[ir.Value], ir.Value], vec: int, unroll: int = UNROLL,
+                 accumulators: int | None = None) -> ir.Value:
     """Fold load_at(k) for k = first, first + step, ... < bound into a `vec`-wide value.
 
-    `unroll` accumulators take consecutive indices of each round, so a thread issues
-    that many independent loads before it needs any of them (folds are not
-    reassociated otherwise, and memory latency, not arithmetic, is the cost); a
-    remainder loop takes what is left, and the accumulators fold together last.
+    Each round issues `unroll` independent loads of consecutive indices before it needs
+    any of them (memory latency, not arithmetic, is the cost), and folds load u into
+    accumulator u % `accumulators` (as many as loads unless given: fewer keep registers
+    for the loads in flight); folds are not reassociated otherwise. A remainder loop
+    takes what is left, and the accumulators fold together last.
     """
+    accs = accumulators or unroll
     span = step * unroll
     main_end = bound - (unroll - 1) * step
     if unroll == 1 or main_end <= 0:
         return _fold_loop(red, first, bound, step=step, load_at=load_at,
                           accs=[red.identity(vec)])[0]
     end = const_index(main_end)
-    loop = scf.ForOp(first, end, const_index(span), [red.identity(vec)] * unroll)
+    loop = scf.ForOp(first, end, const_index(span), [red.identity(vec)] * accs)
     with ir.InsertionPoint(loop.body):
         base = loop.induction_variable
         values = [load_at(base if u == 0 else arith.addi(base, const_index(u * step)))
                   for u in range(unroll)]
-        scf.YieldOp([red.combine(acc, value)
-                     for acc, value in zip(loop.inner_iter_args, values, strict=True)])
+        folded = list(loop.inner_iter_args)
+        for u, value in enumerate(values):
+            folded[u % accs] = red.combine(folded[u % accs], value)
+        scf.YieldOp(folded)
     # where the remainder starts: first + ceil((main_end - first) / span) * span, or first
     ahead = arith.cmpi(arith.CmpIPredicate.ult, first, end)
     rounds = arith.ceildivui(arith.subi(end, arith.select(ahead, first, end)), const_index(span))
     rest = arith.addi(first, arith.muli(rounds, const_index(span)))
-    accs = _fold_loop(red, rest, bound, step=step, load_at=load_at, accs=list(loop.results))
-    total = accs[0]
-    for acc in accs[1:]:
+    results = _fold_loop(red, rest, bound, step=step, load_at=load_at, accs=list(loop.results))
+    total = results[0]
+    for acc in results[1:]:
         total = red.combine(total, acc)
     return total
 
