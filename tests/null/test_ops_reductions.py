@@ -21,7 +21,7 @@ from support.emulated import Device, EmuArray
 import tile_mlir
 from tile_mlir import ops
 from tile_mlir.ops import reductions
-from tile_mlir.ops.programs.reduction import ReductionProgram, Stage, stages
+from tile_mlir.ops.programs.reduction import ReductionProgram, Stage, divisor_at_most, stages
 from tile_mlir.ops.reductions import normalize_dims, reduction_view
 
 SHAPES_AND_DIMS = [
@@ -89,6 +89,18 @@ def test_plans_cut_long_rows_and_tall_columns_into_chunks() -> None:
     assert [(s.src, s.dst, s.chunks) for s in cols] == [("bf16", "f32", 256), ("f32", "bf16", 1)]
     assert cols[0].scale is None and cols[1].scale == 1 / 524288  # a mean scales once, last
     assert len(plan((8192, 8192), "f32", (1,), "amax")) == 1
+
+
+def test_columns_are_cut_by_any_divisor_of_their_rows() -> None:
+    """21845 = 5 * 17 * 257 rows: 17 chunks of 1285 (the largest divisor up to the 22 that
+    fill the GPU with 24 blocks of 128 columns), where powers of two left one chunk and 24
+    CTAs; 1155 = 3 * 5 * 7 * 11 rows of 256 f32 columns: 7 chunks."""
+    odd = stages("sum", (1, 21845, 3072), "bf16", "bf16", acc="f32")
+    assert [(s.r, s.chunks, s.grid) for s in odd] == [(21845, 17, (24, 17, 1)),
+                                                      (17, 1, (24, 1, 1))]
+    assert stages("sum", (1, 1155, 256), "f32", "f32", acc="f32")[0].chunks == 7
+    assert [divisor_at_most(n, cap) for n, cap in ((21845, 22), (97, 50), (12, 0))] == \
+        [17, 1, 1]
 
 
 @pytest.mark.parametrize(("shape", "dims"), SHAPES_AND_DIMS, ids=str)
