@@ -47,6 +47,20 @@ gpu.module @m {
 
 // -----
 
+// A walk of 12 rows, under the sixteen a round of a 4-byte source: four loads a round
+// into four accumulators (UNROLL), rather than one load at a time.
+// CHECK-LABEL: gpu.func @short_walk
+// CHECK: scf.for %{{.*}} = %c0 to %c9 step %c4 iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
+// CHECK-COUNT-4: vector.load {{.*}} : memref<12x512xf32>, vector<4xf32>
+gpu.module @m {
+  gpu.func @short_walk(%a: memref<12x512xf32>, %out: memref<512xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    "tile.reduce"(%out, %a) {kind = "sum", axes = array<i64: 0>, scope = "cta"} : (memref<512xf32>, memref<12x512xf32>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
 // 16 output vectors over 256 threads: the rows split into 16 slices whose partials
 // meet in shared memory.
 // CHECK-LABEL: gpu.func @narrow

@@ -16,7 +16,8 @@ GPU_CASES = [
     ("sum", (16, 65536), 1, False, "bfloat16"), ("mean", (1000, 1000), None, False, "float32"),
     # 16-bit columns, 8 a thread (16-byte loads; f32 partials stored 16 bytes at a time)
     ("sum", (4096, 1024), 0, False, "bfloat16"), ("amax", (8192, 128), 0, True, "float16"),
-    # rows cut into chunks by divisors that are not powers of two: 7 of 165, 85 of 257
+    # rows cut into chunks by divisors that are not powers of two: 7 chunks of 165
+    # rows, 85 of 257
     ("sum", (1155, 256), 0, False, "float32"), ("amax", (21845, 384), 0, False, "bfloat16"),
 ]
 

@@ -119,10 +119,15 @@ class ColumnReducer:
                             unroll=loads, accumulators=accumulators)
 
     def folds(self) -> tuple[int, int]:
-        """(loads a round, accumulators) of a thread's walk: GLOBAL_FOLDS."""
+        """(loads a round, accumulators) of a thread's walk: GLOBAL_FOLDS where the thread
+        walks at least that many rows (a shorter walk would take no round of them, each
+        load waiting on the one before), else UNROLL into as many."""
         if self.info.sources[0].space != "global":
             return UNROLL, UNROLL
-        return GLOBAL_FOLDS.get(self.src.nbytes, (UNROLL, UNROLL))
+        loads, accumulators = GLOBAL_FOLDS.get(self.src.nbytes, (UNROLL, UNROLL))
+        if self.length // self.plan.split < loads:
+            return UNROLL, UNROLL
+        return loads, accumulators
 
     def _write(self, unit: ir.Value, value: ir.Value) -> None:
         self.red.store(value, self.dst.address(self._dst_coords(unit)), self.dst.operand.dtype,
