@@ -58,6 +58,26 @@ gpu.module @m {
 
 // -----
 
+// A bf16 row of 14336 (1792 vectors) over 512 threads: each lane's round of four loads
+// folds into one vector accumulator (four would hold 32 registers), and the lanes with
+// units left after it (the row is not a whole number of rounds) take their last three
+// loads together, under one branch, rather than a loop of one load at a time.
+// CHECK-LABEL: gpu.func @long_rows
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8xf32>) {
+// CHECK-COUNT-4: vector.load {{.*}} : memref<2x14336xbf16>, vector<8xbf16>
+// CHECK: scf.if %{{.*}} -> (vector<8xf32>) {
+// CHECK-COUNT-3: vector.load {{.*}} : memref<2x14336xbf16>, vector<8xbf16>
+// CHECK-NOT: scf.for
+// CHECK: nvvm.shfl.sync  bfly
+gpu.module @m {
+  gpu.func @long_rows(%a: memref<2x14336xbf16>, %out: memref<2xf32>) kernel attributes {known_block_size = array<i32: 512, 1, 1>} {
+    "tile.reduce"(%out, %a) {kind = "sum", axes = array<i64: 1>, scope = "cta"} : (memref<2xf32>, memref<2x14336xbf16>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
 // bf16 sums accumulate in f32 and round once at the end; accum adds the old value.
 // Rows read from global memory come 8 halves (16 bytes) a load.
 // CHECK-LABEL: gpu.func @bf16
