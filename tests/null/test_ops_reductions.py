@@ -99,8 +99,8 @@ def test_columns_are_cut_by_any_divisor_of_their_rows() -> None:
     assert [(s.r, s.chunks, s.grid) for s in odd] == [(21845, 17, (24, 17, 1)),
                                                       (17, 1, (24, 1, 1))]
     assert stages("sum", (1, 1155, 256), "f32", "f32", acc="f32")[0].chunks == 7
-    assert [divisor_at_most(n, cap) for n, cap in ((21845, 22), (97, 50), (12, 0))] == \
-        [17, 1, 1]
+    assert [divisor_at_most(n, cap) for n, cap in
+            ((21845, 22), (97, 50), (12, 0), (12, 99), (0, 5))] == [17, 1, 1, 12, 1]
 
 
 @pytest.mark.parametrize(("shape", "dims"), SHAPES_AND_DIMS, ids=str)

@@ -172,9 +172,9 @@ def _fold_tail(red: Reduction, first: ir.Value, bound: int, *, step: int,
     as it was. A loop there waited on each load before the next: measured on an H100
     (ops.sum over dim -1, beside torch eager and torch.compile in one process), bf16
     rows of 32000 (2048 of them) 2.66 -> 2.85 TB/s (torch.compile 2.83-2.84), of 8000
-    2.09 -> 2.33, of 14336 2.33 -> 2.37 (torch.compile 2.85-2.90: still 0.81-0.83x, the
-    rows' plan, not this); power-of-two rows unchanged. Threads with nothing left skip
-    it."""
+    2.09 -> 2.33, of 14336 2.33 -> 2.37 (torch.compile 2.85-2.90: still 0.81-0.83x, for
+    the registers of four accumulators, which RowReducer.gather now spares); power-of-two
+    rows unchanged. Threads with nothing left skip it."""
     branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, first, const_index(bound)),
                       [a.type for a in accs], has_else=True)
     with ir.InsertionPoint(branch.then_block):

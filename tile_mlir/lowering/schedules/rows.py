@@ -130,14 +130,15 @@ class RowReducer:
         return kept if kept else [const_index(0)] * rank  # a full reduction into shape (1,)
 
     def gather(self, row: ir.Value, first: ir.Value, step: int) -> ir.Value:
-        """Fold units first, first + step, ... of a row into an accumulator: one (of
-        `vec` lanes), each round's loads folding into it in turn. Four, as fold_strided
-        takes by default, held 32 registers for 16-bit rows (vectors of 8 f32) and left
-        an SM two CTAs of 512 threads where one does four. Measured on an H100 (ops.sum
-        over dim -1, beside torch eager and torch.compile in one process): bf16 rows of
-        14336 (4096 of them; 51 -> 30 registers) 2.37 -> 2.83 TB/s, of 8000 2.33 -> 2.79
-        (torch.compile 2.86 and 2.90), of 32000 2.85 -> 2.82, of 8192 and 1024
-        unchanged (29 -> 30 registers), f32 rows within 1%."""
+        """Fold units first, first + step, ... of a row into an accumulator: one (of `vec`
+        lanes), each round's loads folding into it in turn. Four, as fold_strided
+        takes by default, held 32 registers for 16-bit rows (vectors of 8 f32) and
+        left an SM two CTAs of 512 threads where one accumulator leaves it four.
+        Measured on an H100 (ops.sum over dim -1, beside torch eager and
+        torch.compile in one process): bf16 rows of 14336 (4096 of them; 51 -> 30
+        registers) 2.37 -> 2.83 TB/s, of 8000 2.33 -> 2.79 (torch.compile 2.86 and
+        2.90), of 32000 2.85 -> 2.82, of 8192 and 1024 unchanged (29 -> 30
+        registers), f32 rows within 1%."""
         red, src, vec = self.red, self.src, self.vec
 
         def load_at(unit: ir.Value) -> ir.Value:

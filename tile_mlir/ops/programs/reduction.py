@@ -149,8 +149,9 @@ def pow2_divisor_at_most(n: int, cap: int) -> int:
 
 
 def divisor_at_most(n: int, cap: int) -> int:
-    """The largest divisor of n that is at most cap (at least 1)."""
-    return next(d for d in range(min(n, max(cap, 1)), 0, -1) if n % d == 0)
+    """The largest divisor of n that is at most cap (1 where there is none: n or cap
+    under 1)."""
+    return next((d for d in range(min(n, cap), 0, -1) if n % d == 0), 1)
 
 
 def row_threads(stage: Stage) -> int:
