@@ -106,7 +106,8 @@ irdl.dialect @tile {
     irdl.attributes {"op" = %op, "scope" = %scope}
   }
 
-  // dst <- reduce(src) over `axes` with `kind` (sum, max, min, prod).
+  // dst <- reduce(src) over `axes` with `kind` (sum, max, min, prod). Its tiles have
+  // static extents (tile-verify rejects a dynamic one: the lowering walks the shapes).
   //   "tile.reduce"(%dst, %src) {kind = "sum", axes = array<i64: -1>,
   //       accum = false, scope = "cta"} : (memref<4xf32, ..>, memref<4x8xf32, ..>) -> ()
   // A kind that reduces tuples of k values takes k (dst, src) pairs of register

@@ -123,6 +123,25 @@ def test_tile_prefetch_in_custom_form_is_located(tmp_path: Path, body: str) -> N
                    "'tile.prefetch' has no custom assembly form")
 
 
+@pytest.mark.parametrize(("src", "dst", "axis", "shapes"), [
+    # hostile seed 4855, operands-0037 and extents-0079: compiled to an empty kernel
+    # before fold_strided's remainder round (no loop to the dynamic bound), then an
+    # internal TypeError (an index constant one below it)
+    ("memref<?x?xbf16>", "memref<?xbf16>", -1, "?x? into ?"),
+    ("memref<4x?xbf16>", "memref<4xbf16>", -1, "4x? into 4"),
+    ("memref<?x64xf32>", "memref<64xf32>", 0, "?x64 into 64")])
+def test_reductions_of_dynamic_extent_are_rejected(tmp_path: Path, src: str, dst: str,
+                                                   axis: int, shapes: str) -> None:
+    body = (f'"tile.reduce"(%b, %a) {{kind = "sum", axes = array<i64: {axis}>, '
+            f'scope = "cta"}} : ({dst}, {src}) -> ()')
+    path = tmp_path / "in.mlir"
+    path.write_text(kernel(body=body, args=f"%a: {src}, %b: {dst}"))
+    for mode in (["--tile-verify"], ["-p", "tile-to-ptx", "--emit=ptx"]):
+        assert_located(tile_opt(path, *mode), f"{path}:3:5",
+                       f"'tile.reduce' op reduces {shapes}, but a reduction's tiles need "
+                       "static extents")
+
+
 # ------------------------------------------------------------ kernels and types
 
 

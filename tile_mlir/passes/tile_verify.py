@@ -469,6 +469,19 @@ def check_reduce(info: OpInfo) -> list[str]:
         return [*errors, f"has axes {axes}, not distinct axes of a rank-{rank} tile"]
     if arity > 1:
         return errors + _tuple_problems(info, op.kind, accum is not None or scale is not None)
+    return errors + _reduce_shape_problems(src, dst, axes, normalized)
+
+
+def _reduce_shape_problems(src: Operand, dst: Operand, axes: list[int],
+                           normalized: list[int]) -> list[str]:
+    """A one-value reduction's extents and element types against its dst's."""
+    if DYNAMIC in src.shape or DYNAMIC in dst.shape:
+        # its reducers walk the shapes: a dynamic extent left no loop (an empty kernel),
+        # or an index past it
+        return [f"reduces {_shape(src.shape)} into {_shape(dst.shape)}, but a reduction's "
+                "tiles need static extents: take a static subview (memref.subview) or a "
+                "tile of static shape first"]
+    errors = []
     kept = tuple(d for i, d in enumerate(src.shape) if i not in normalized)
     with_ones = tuple(1 if i in normalized else d for i, d in enumerate(src.shape))
     if dst.shape not in (kept, with_ones) and not (kept == () and dst.shape == (1,)):
