@@ -19,6 +19,7 @@ import pytest
 from support.emulated import Device, EmuArray
 
 from tile_mlir import ops
+from tile_mlir.op_table import refs
 from tile_mlir.ops import coalesce, strategy
 from tile_mlir.ops.programs.elementwise import Strategy
 
@@ -232,6 +233,20 @@ def test_pow_special_exponents(device: Device, rng: np.random.Generator) -> None
     _same(ops.pow(device.array(np.array([1, -1, -1, 2, 0], np.int32)),
                   device.array(np.array([-3, -3, -4, -1, 0], np.int32))),
           np.array([1, -1, 1, 0, 1], np.int32))
+
+
+def test_pow_of_a_tensor_exponent_is_cs_pow() -> None:
+    """pow(x, a 0-d tensor of 0.5) is C's pow, as the kernel's powf (and torch's on CUDA)
+    compute it: +inf at -inf and +0.0 at -0.0, where NumPy given a scalar exponent of
+    0.5 takes the square root (NaN, -0.0); differential seed 3015693185's case 133 met
+    the -inf. A number exponent of 0.5 stays sqrt (test_pow_special_exponents)."""
+    x = np.array([-np.inf, -0.0, 4.0, -2.0], np.float32)
+    with np.errstate(all="ignore"):
+        got = refs.pow_(x, np.array(0.5, np.float32))
+    assert got.dtype == np.float32 and got.shape == (4,)
+    assert got[0] == np.inf and got[1] == 0 and not np.signbit(got[1]) and got[2] == 2
+    assert np.isnan(got[3])
+    assert refs.pow_(np.float32(-np.inf), np.float32(0.5)) == np.inf  # both 0-d
 
 
 def test_alpha_is_one_fma(device: Device, rng: np.random.Generator) -> None:

@@ -61,9 +61,19 @@ reciprocal = in_float64(lambda x: 1.0 / x)
 div = in_float64(np.divide)
 
 
+def _c_power(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+    """C's pow, elementwise: np.power with the exponent a whole array of the result's
+    shape. Given an exponent of 0.5 as a scalar (0-d, or broadcast: one value for every
+    element), NumPy takes the square root instead, which differs from pow at -inf (NaN,
+    not +inf) and -0.0 (-0.0, not +0.0)."""
+    shape = np.broadcast_shapes(np.shape(base), np.shape(exponent))
+    b, e = np.broadcast_arrays(np.atleast_1d(base), np.atleast_1d(exponent))
+    return np.power(b, np.array(e)).reshape(shape)
+
+
 def pow_(base: Array, exponent: Array) -> Array:
     if _is_float(base) or _is_float(exponent):
-        return in_float64(np.power)(base, exponent)
+        return in_float64(_c_power)(base, exponent)
     return _pow_int(np.asarray(base), np.asarray(exponent))
 
 
@@ -79,7 +89,7 @@ def pow_scalar(base: Array, exponent: Array) -> Array:
             return np.asarray(base * base * base)
         if e == -2.0:
             return np.asarray(np.ones_like(base) / (base * base))
-    return in_float64(np.power)(base, exponent)
+    return in_float64(_c_power)(base, exponent)
 
 
 def _pow_int(base: Array, exponent: Array) -> Array:
