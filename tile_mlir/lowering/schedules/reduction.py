@@ -137,10 +137,9 @@ def fold_strided(red: Reduction, first: ir.Value, bound: int, *, step: int,
     if unroll == 1:
         return _fold_loop(red, first, bound, step=step, load_at=load_at,
                           accs=[red.identity(vec)])[0]
-    if main_end <= 0:  # fewer than `unroll` indices a thread
-        count = min(unroll - 1, -(-bound // step))
+    if main_end <= 0:  # bound <= (unroll - 1) * step: fewer than `unroll` indices a thread
         return _fold_tail(red, first, bound, step=step, load_at=load_at,
-                          accs=[red.identity(vec)], count=count)[0]
+                          accs=[red.identity(vec)], count=-(-bound // step))[0]
     end = const_index(main_end)
     loop = scf.ForOp(first, end, const_index(span), [red.identity(vec)] * accs)
     with ir.InsertionPoint(loop.body):
