@@ -53,3 +53,48 @@ def test_numpy_and_non_contiguous_inputs(rng: np.random.Generator) -> None:
     torch = pytest.importorskip("torch")
     t = torch.randn(64, 300, device="cuda").t()  # a transposed view
     assert torch.allclose(tile_mlir.ops.amax(t, 1), t.amax(1))
+
+
+TAIL_CASES = [
+    # rows no power of two divides well: chunks of whole 16-byte vectors, then the
+    # rest's vectors, then its last elements (programs/reduction.py's _uneven)
+    ("sum", (100000007,), None, "float32"), ("amax", (100000007,), None, "bfloat16"),
+    ("sum", (8, 1000003), -1, "bfloat16"), ("amin", (3, 1000003), 1, "float32"),
+    # prime row counts of columns: chunks of ceil(R / wanted) rows and a shorter last one
+    ("sum", (21841, 3072), 0, "bfloat16"), ("amax", (21841, 384), 0, "float32"),
+    ("mean", (2, 21841, 100), 1, "float32"),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("name", "shape", "dim", "dtype"), TAIL_CASES, ids=str)
+def test_chunks_with_a_tail(name: str, shape: tuple[int, ...], dim: int | None,
+                            dtype: str) -> None:
+    """Reductions whose chunks end in a tail, against float64, with spikes of 2^16 (exact
+    in every dtype here, far above the tolerance) along the reduced dim in the first
+    element, the last, and 4 and 8 from the end (the last of the vector-wide rest for f32
+    and bf16 rows of these lengths), so that a chunk left out shows: all at once for sums,
+    one at a time for amax and amin; out= poisoned with NaN first."""
+    torch = pytest.importorskip("torch")
+    base = torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
+    axis = len(shape) - 1 if dim is None else dim % len(shape)
+    spikes = (0, -1, -4, -8)
+    for group in [spikes] if name in ("sum", "mean") else [(at,) for at in spikes]:
+        x = base.clone()
+        for at in group:
+            index: list[int | slice] = [slice(None)] * len(shape)
+            index[axis] = at
+            x[tuple(index)] = -65536.0 if name == "amin" else 65536.0
+        want = getattr(torch, name)(x.double(), dim=dim) if dim is not None \
+            else getattr(torch, name)(x.double())
+        out = torch.full(want.shape, float("nan"), device="cuda", dtype=x.dtype)
+        got = getattr(tile_mlir.ops, name)(x, dim, out=out)
+        assert got.data_ptr() == out.data_ptr() and not bool(torch.isnan(out).any())
+        tol = {"float32": 1e-5, "bfloat16": 1.6e-2}[dtype]
+        scale = x.double().abs().sum() / got.numel() / (x.shape[axis] if name == "mean"
+                                                         else 1) \
+            if name in ("sum", "mean") else 1.0
+        err = (out.double() - want).abs().max()
+        print(f"{name}{tuple(shape)} dim={dim} {dtype} spikes {group}: max |error| "
+              f"{float(err):.3g}")
+        assert float(err) <= tol * float(max(scale, want.abs().max(), 1.0))

@@ -127,6 +127,10 @@ def _reductions() -> dict[str, Stage]:
         "columns bf16": stages("max", (1, 65536, 128), "bf16", "bf16", acc="f32"),
         "columns split offset": stages("sum", (2, 100000, 3), "bf16", "bf16", acc="f32",
                                        strides=("?1", "?3", "?1"), offset=True),
+        "rows tail": stages("sum", (1, 100000007, 1), "f32", "f32", acc="f32"),
+        "rows tail strided": stages("min", (3, 1000003, 1), "bf16", "bf16", acc="f32",
+                                    strides=("?1", "1")),
+        "columns tail": stages("max", (2, 21841, 384), "bf16", "bf16", acc="f32"),
     }
     return {f"{name} {n}": stage for name, found in planned.items()
             for n, stage in enumerate(found)}
@@ -188,6 +192,12 @@ GOLDEN: dict[str, tuple[int, ...]] = {  # per KINDS, in order
     _R + "columns split 0": (7, 16, 1, 1, 0, 2, 3),
     _R + "columns bf16 0": (16, 16, 2, 2, 0, 2, 2),  # f32 partials of 8 columns: 2 stores
     _R + "columns split offset 0": (0, 7, 0, 1, 6, 2, 6),
+    # three spans (chunks of 189396, 188312 and 3 elements), a reduce each: float4s but the
+    # last span's one load
+    _R + "rows tail 0": (12, 13, 0, 3, 20, 4, 2),
+    _R + "rows tail strided 0": (0, 14, 0, 3, 18, 4, 3),  # rows of odd length: scalars
+    # two spans (993 rows, 480), a reduce each; LLVM sinks their stores into one
+    _R + "columns tail 0": (47, 47, 2, 2, 0, 3, 2),
     "rope neox": (8, 10, 11, 11, 0, 0, 19),
     "rope gptj": (0, 20, 5, 17, 0, 0, 19),
     "rope neox partial": (15, 17, 20, 20, 0, 0, 21),

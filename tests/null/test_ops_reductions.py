@@ -11,7 +11,9 @@ the gpu tier runs them on the same views and larger.
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,14 @@ from support.emulated import Device, EmuArray
 import tile_mlir
 from tile_mlir import ops
 from tile_mlir.ops import reductions
-from tile_mlir.ops.programs.reduction import ReductionProgram, Stage, divisor_at_most, stages
+from tile_mlir.ops.programs import reduction as reduction_programs
+from tile_mlir.ops.programs.reduction import (
+    ReductionProgram,
+    Stage,
+    describe,
+    divisor_at_most,
+    stages,
+)
 from tile_mlir.ops.reductions import normalize_dims, reduction_view
 
 SHAPES_AND_DIMS = [
@@ -101,6 +110,63 @@ def test_columns_are_cut_by_any_divisor_of_their_rows() -> None:
     assert stages("sum", (1, 1155, 256), "f32", "f32", acc="f32")[0].chunks == 7
     assert [divisor_at_most(n, cap) for n, cap in
             ((21845, 22), (97, 50), (12, 0), (12, 99), (0, 5))] == [17, 1, 1, 12, 1]
+
+
+def test_without_a_divisor_that_fills_the_gpu_chunks_end_in_a_tail() -> None:
+    """A row of 100000007 f32 (odd: one CTA before) takes 527 chunks of 189396 elements
+    (whole float4s), one of the rest's 188312 and one of its last 3; a prime 21841 rows
+    of columns take 21 chunks of 993 rows and one of 988. Every chunk but the tail's
+    fills the GPU as even ones would, and they cover R once; powers of two stay even."""
+    row = stages("sum", (1, 100000007, 1), "f32", "f32", acc="f32")
+    assert [(s.chunks, s.piece, s.tail, s.grid) for s in row] == [
+        (529, 189396, (188312, 3), (529, 1, 1)), (1, 0, (), (1, 1, 1))]
+    assert "(chunks of 189396, the last 188312, 3)" in describe(row[0])
+    half = stages("amax", (3, 1000003, 1), "bf16", "bf16", acc="f32")[0]
+    assert (half.chunks, half.piece, half.tail) == (31, 33336, (33256, 3))
+    assert half.grid == (3 * 31, 1, 1)
+    prime = stages("sum", (1, 21841, 3072), "bf16", "bf16", acc="f32")
+    assert [(s.chunks, s.piece, s.tail, s.grid) for s in prime] == [
+        (22, 993, (988,), (24, 22, 1)), (1, 0, (), (24, 1, 1))]
+    for stage in (row[0], half, prime[0]):
+        spans = stage.spans()
+        assert len(spans) == stage.chunks and spans[0][0] == 0
+        assert all(a + n == b for (a, n), (b, _) in itertools.pairwise(spans))
+        assert spans[-1][0] + spans[-1][1] == stage.r
+    assert stages("sum", (1, 1 << 26, 1), "f32", "f32", acc="f32")[0].tail == ()
+    assert stages("sum", (1, 21845, 3072), "bf16", "bf16", acc="f32")[0].tail == ()
+
+
+def test_tail_chunks_of_a_row_load_16_bytes() -> None:
+    """A single row's chunks start at a multiple of the piece (whole vectors): every load
+    but the last few elements' is 16 bytes wide (the row's index is a constant 0, so its
+    odd stride does not make the lowering drop to scalars)."""
+    for dtype, last in (("f32", "ld.global.nc.b32"), ("bf16", "ld.global.nc.b16")):
+        stage = stages("sum", (1, 100000007, 1), dtype, "f32", acc="f32")[0]
+        ptx = tile_mlir.compile(ReductionProgram(stage).ir(), cache=False).ptx["kernels"]
+        loads = re.findall(r"ld\.global\S*", ptx)
+        assert set(loads) == {"ld.global.nc.v4.b32", last}, loads
+        assert loads.count(last) == 1, loads
+
+
+@pytest.mark.parametrize(("shape", "dim"), [((1, 131), 1), ((2, 131), 1), ((53, 16), 0),
+                                            ((2, 53, 16), 1)], ids=str)
+def test_tail_kernels_themselves(device: Device, rng: np.random.Generator,
+                                 monkeypatch: pytest.MonkeyPatch, shape: tuple[int, ...],
+                                 dim: int) -> None:
+    """The tail's branches run (the kernels, threads together), on chunks made small:
+    rows of 131 f32 in 6 chunks of 20, one of 8 and one of 3; 53 rows of columns in 10 of
+    5 and one of 3."""
+    monkeypatch.setattr(reduction_programs, "CHUNK_BYTES", 64 if dim == 1 and
+                        len(shape) == 2 else 256)
+    device.reduction_kernels = True
+    x = rng.standard_normal(shape).astype(np.float32)
+    view = reduction_view(shape, _row_major(shape), (dim,))
+    assert view is not None
+    planned = stages("sum", view[0], "f32", "f32", acc="f32")
+    assert planned[0].tail, planned
+    for name in ("sum", "amax"):
+        _close(getattr(ops, name)(device.array(x), dim=dim), _reference(name, x, dim, False),
+               "f32")
 
 
 @pytest.mark.parametrize(("shape", "dims"), SHAPES_AND_DIMS, ids=str)

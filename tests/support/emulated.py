@@ -156,7 +156,8 @@ def _buffer(buffers: Sequence[Buffer], pointer: int) -> Buffer:
 def reduce_model(program: ReductionProgram, values: Sequence[Any],
                  buffers: Sequence[Buffer]) -> None:
     """What a reduction stage's kernel computes, in float64 NumPy: read the source view
-    the arguments describe (pointer, strides, offset), reduce each chunk of R, scale,
+    the arguments describe (pointer, strides, offset), reduce each chunk of R (its
+    spans: equal, or with a tail), scale,
     write [A, chunks, B] in dst's type."""
     stage = program.stage
     given = dict(zip(program.roles(), values, strict=True))
@@ -174,9 +175,9 @@ def reduce_model(program: ReductionProgram, values: Sequence[Any],
     data = source.array[index].astype(np.float64)
     if stage.rows:
         data = data[..., None]
-    data = data.reshape(stage.a, stage.chunks, stage.r // stage.chunks, stage.b)
     reduce: dict[str, Any] = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
-    reduced = reduce[stage.kind](data, axis=2)
+    reduced = np.stack([reduce[stage.kind](data[:, start:start + length], axis=1)
+                        for start, length in stage.spans()], axis=1)
     if stage.scale is not None:
         reduced = reduced * stage.scale
     target = _buffer(buffers, given[("y", 0)])

@@ -23,7 +23,9 @@ partials, [A, chunks, B], or the result.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import tile_mlir.lang as tl
 from tile_mlir.contract import ACCESS_BYTES
@@ -104,10 +106,29 @@ class Stage:
     # launch, a multiple of n); `offset`: an element offset comes at launch
     strides: tuple[str, ...] = ()
     offset: bool = False
+    # the chunks' lengths: `piece` each but the last len(tail), which take `tail` (0 and
+    # (): R / chunks each)
+    piece: int = 0
+    tail: tuple[int, ...] = ()
 
     @property
     def rows(self) -> bool:
         return self.b == 1
+
+    @property
+    def length(self) -> int:
+        """Rows (columns) or elements (rows) of R each chunk but the tail's takes."""
+        return self.piece or self.r // self.chunks
+
+    def spans(self) -> list[tuple[int, int]]:
+        """Each chunk's (start, length) in R, in order."""
+        full = self.chunks - len(self.tail)
+        out = [(k * self.length, self.length) for k in range(full)]
+        start = full * self.length
+        for n in self.tail:
+            out.append((start, n))
+            start += n
+        return out
 
     @property
     def out_shape(self) -> tuple[int, ...]:
@@ -122,8 +143,7 @@ class Stage:
     def vec(self) -> int:
         """Elements a 16-byte load covers, if the reduced (rows) or kept (columns)
         innermost run is a multiple of it; else 1."""
-        return vector_elements(self.r // self.chunks if self.rows else self.b,
-                               DTYPES[self.src].bytes)
+        return vector_elements(self.length if self.rows else self.b, DTYPES[self.src].bytes)
 
     @property
     def grid(self) -> tuple[int, int, int]:
@@ -166,9 +186,11 @@ def rows_per_cta(stage: Stage) -> int:
     the grid would not fill the GPU. CTAs of ROW_BLOCK threads take about ROW_CTA_BYTES
     (groups of lanes share longer rows: a row of ROW_CTA_BYTES or more takes them all),
     down to one row; smaller ones about CHUNK_BYTES, at least a row per group, down to a
-    row per 8."""
+    row per 8. Chunks of unequal lengths (a tail) take a CTA each."""
+    if stage.tail:
+        return 1
     threads = row_threads(stage)
-    length = stage.r // stage.chunks
+    length = stage.length
     lanes = min(32, 1 << max(length // stage.vec() - 1, 0).bit_length())
     groups = threads // lanes
     row_bytes = length * DTYPES[stage.src].bytes
@@ -205,42 +227,71 @@ def column_width(b: int, r: int, vec: int) -> int:
 
 def columns_per_cta(stage: Stage) -> int:
     """Columns of a batch a CTA takes (column_width); the CTA's threads split the rows."""
-    return column_width(stage.b, stage.r // stage.chunks, stage.vec())
+    return column_width(stage.b, stage.length, stage.vec())
 
 
 # ---------------------------------------------------------------- planning
 
 
-def _chunks_for_rows(a: int, r: int, nbytes: int) -> int:
-    """How many pieces to cut each of A rows into so that the grid fills the GPU."""
+@dataclass(frozen=True)
+class Cut:
+    """How a stage cuts R into chunks: `chunks` of `piece` each, the last len(tail) of
+    `tail` instead (piece 0: R / chunks each)."""
+
+    chunks: int
+    piece: int = 0
+    tail: tuple[int, ...] = ()
+
+
+def _uneven(r: int, want: int, width: int) -> Cut:
+    """About `want` chunks of R: pieces of ceil(R / want) rounded up to whole vectors of
+    `width`, then what is left: its whole vectors, then the rest (fewer than `width`),
+    each a chunk (so that every chunk but the last reads whole vectors)."""
+    piece = -(-r // (want * width)) * width
+    full = r // piece
+    left = r - full * piece
+    tail = tuple(n for n in (left - left % width, left % width) if n)
+    return Cut(full + len(tail), piece, tail)
+
+
+def _cut_rows(a: int, r: int, nbytes: int) -> Cut:
+    """How to cut each of A rows so that the grid fills the GPU: into the largest power of
+    two of chunks that divides R (keeping every chunk's vectors aligned) up to what fills
+    it, if that is at least half of it; else into chunks of a length of whole 16-byte
+    vectors and a tail (_uneven). A row of 100000007 f32 (a whole tensor's sum) took one
+    CTA before the tail: 2^0 is the only power of two dividing it."""
     if a >= TARGET_CTAS or r * nbytes <= CHUNK_BYTES:
-        return 1
+        return Cut(1)
     want = min(TARGET_CTAS // max(a, 1), r * nbytes // CHUNK_BYTES)
-    return pow2_divisor_at_most(r, max(want, 1))
+    even = pow2_divisor_at_most(r, max(want, 1))
+    return Cut(even) if 2 * even >= want else _uneven(r, want, ACCESS_BYTES // nbytes)
 
 
-def _chunks_for_columns(a: int, r: int, b: int, nbytes: int) -> int:
-    """How many pieces to cut the reduced rows into so that the grid fills the GPU: the
-    largest divisor of R up to what fills it (any divisor: a chunk's rows start a whole
-    row apart, so every one keeps the columns' vectors aligned). Measured on an H100
-    against the largest power of two as before (sums over dim 0, beside torch eager and
+def _cut_columns(a: int, r: int, b: int, nbytes: int) -> Cut:
+    """How to cut the reduced rows so that the grid fills the GPU: into the largest
+    divisor of R up to what fills it (any divisor: a chunk's rows start a whole row apart,
+    so every one keeps the columns' vectors aligned) if that is at least half of it, else
+    into chunks of ceil(R / wanted) rows and a shorter last one. Measured on an H100 against
+    the largest power of two as before (sums over dim 0, beside torch eager and
     torch.compile in one process), where R has few factors of 2: [21845, 3072] bf16 0.24
     -> 2.62 TB/s (24 CTAs, a chunk each, to 17 chunks of 1285 rows; torch.compile 2.39),
     f32 0.67 -> 2.85 (2.84); [500000, 100] bf16 0.52 -> 2.20, f32 0.85 -> 2.57 (32
-    chunks to 500; torch.compile 1.84 and 2.29). A prime R still takes one chunk:
-    [21841, 3072] ran 0.24 (bf16) and 0.67 (f32) TB/s, torch.compile 2.39 and 2.85."""
+    chunks to 500; torch.compile 1.84 and 2.29). A prime R took one chunk before the
+    tail: [21841, 3072] ran 0.24 (bf16) and 0.67 (f32) TB/s, torch.compile 2.39 and
+    2.85."""
     blocks = a * (b // column_width(b, r, vector_elements(b, nbytes)))
     if blocks >= TARGET_CTAS or r * b * nbytes // blocks <= CHUNK_BYTES:
-        return 1
+        return Cut(1)
     want = min(TARGET_CTAS // blocks, r * b * nbytes // (blocks * CHUNK_BYTES))
-    return divisor_at_most(r, want)
+    even = divisor_at_most(r, want)
+    return Cut(even) if 2 * even >= want else _uneven(r, want, 1)
 
 
-def _chunks(a: int, r: int, b: int, nbytes: int, first: bool) -> int:
-    """Chunks for a stage: the source tensor's, and partials' when there are many."""
+def _cut(a: int, r: int, b: int, nbytes: int, first: bool) -> Cut:
+    """The cut of a stage: the source tensor's, and partials' when there are many."""
     if not first and a * r * b * nbytes < SMALL_STAGE:
-        return 1
-    return _chunks_for_rows(a, r, nbytes) if b == 1 else _chunks_for_columns(a, r, b, nbytes)
+        return Cut(1)
+    return _cut_rows(a, r, nbytes) if b == 1 else _cut_columns(a, r, b, nbytes)
 
 
 def stages(kind: str, view: tuple[int, int, int], src: str, dst: str, *, acc: str,
@@ -254,30 +305,66 @@ def stages(kind: str, view: tuple[int, int, int], src: str, dst: str, *, acc: st
     out: list[Stage] = []
     current, first_strides, first_offset = src, strides, offset
     while True:
-        chunks = _chunks(a, r, b, DTYPES[current].bytes, first=not out)
-        last = chunks == 1
+        cut = _cut(a, r, b, DTYPES[current].bytes, first=not out)
+        last = cut.chunks == 1
         scale = 1.0 / scale_count if scale_count and last else None
-        out.append(Stage(kind, a, r, b, current, dst if last else acc, chunks, scale,
-                         first_strides, first_offset))
+        out.append(Stage(kind, a, r, b, current, dst if last else acc, cut.chunks, scale,
+                         first_strides, first_offset, cut.piece, cut.tail))
         if last:
             return out
-        current, r, first_strides, first_offset = acc, chunks, (), False
+        current, r, first_strides, first_offset = acc, cut.chunks, (), False
 
 
 # ------------------------------------------------------------------ the tile programs
 
 
+def _reduce_spans(reduce_span: Callable[[Any, int], None], chunk: Any, piece: int,
+                  full: int, tail: tuple[int, ...]) -> None:
+    """Chunk `chunk` of `full` chunks of `piece`, then one of each `tail` length:
+    reduce_span(start, length) under a branch per length (static: the reducers walk
+    them)."""
+    with tl.if_(chunk.ult(full)) as whole:
+        reduce_span(chunk * piece, piece)
+    with whole.otherwise():
+        _reduce_tail(reduce_span, chunk, full, full * piece, tail)
+
+
+def _reduce_tail(reduce_span: Callable[[Any, int], None], chunk: Any, index: int,
+                 start: int, tail: tuple[int, ...]) -> None:
+    """The tail's chunks, `index` the first's, at `start`."""
+    if len(tail) == 1:
+        reduce_span(start, tail[0])
+        return
+    with tl.if_(chunk.ult(index + 1)) as first:
+        reduce_span(start, tail[0])
+    with first.otherwise():
+        _reduce_tail(reduce_span, chunk, index + 1, start + tail[0], tail[1:])
+
+
 @tl.kernel(name="reduce_rows", index_bits=64)
 def reduce_rows(x: tl.Tensor, y: tl.Tensor, *, KIND: tl.constexpr, SCALE: tl.constexpr,
-                CHUNKS: tl.constexpr, PER_CTA: tl.constexpr, GRID: tl.constexpr) -> None:
+                CHUNKS: tl.constexpr, PER_CTA: tl.constexpr, PIECE: tl.constexpr,
+                TAIL: tl.constexpr, GRID: tl.constexpr) -> None:
     """Rows [A, R] seen as [A, CHUNKS, L]: a CTA reduces PER_CTA consecutive (row, chunk)
     lines into y [A, CHUNKS]. Tiles keep every dim (a unit one included): the reduce's
-    destination is its kept dims."""
+    destination is its kept dims. With a TAIL, a CTA reduces one chunk: PIECE elements
+    of the row, or for the last len(TAIL) chunks the TAIL's lengths."""
     tl.grid(*GRID)
     a, r = x.shape
+    bid = tl.block_id()
+    if TAIL:
+        # one row: its index a constant (0), so that its stride is not in the alignment
+        row, chunk = (bid // CHUNKS, bid % CHUNKS) if a > 1 else (0, bid)
+        at = (tl.ds(row, 1), tl.ds(chunk, 1))
+
+        def span(start: Any, length: int) -> None:
+            tl.cta.reduce(KIND, y[at], x[tl.ds(row, 1), tl.ds(start, length)], axes=1,
+                          scale=SCALE)
+
+        _reduce_spans(span, chunk, PIECE, CHUNKS - len(TAIL), TAIL)
+        return
     length = r // CHUNKS
     rows = x.reshape(a, CHUNKS, length)
-    bid = tl.block_id()
     if PER_CTA <= CHUNKS:  # PER_CTA chunks of one row
         blocks = CHUNKS // PER_CTA
         at = (tl.ds(bid // blocks, 1), tl.ds((bid % blocks) * PER_CTA, PER_CTA))
@@ -289,18 +376,27 @@ def reduce_rows(x: tl.Tensor, y: tl.Tensor, *, KIND: tl.constexpr, SCALE: tl.con
 
 @tl.kernel(name="reduce_columns", index_bits=64)
 def reduce_columns(x: tl.Tensor, y: tl.Tensor, *, KIND: tl.constexpr, SCALE: tl.constexpr,
-                   COLUMNS: tl.constexpr, ROWS: tl.constexpr, GRID: tl.constexpr) -> None:
+                   COLUMNS: tl.constexpr, ROWS: tl.constexpr, TAIL: tl.constexpr,
+                   GRID: tl.constexpr) -> None:
     """[A, R, B]: a CTA reduces COLUMNS columns of one batch over one chunk of ROWS rows
-    (grid y: the chunk) into y [A, chunks, B]."""
+    (grid y: the chunk; with a TAIL, the last chunk has TAIL's rows) into y [A, chunks,
+    B]."""
     tl.grid(*GRID)
     blocks = x.shape[2] // COLUMNS
     bx = tl.block_id(0)
     chunk = tl.block_id(1)
     batch = bx // blocks
     columns = tl.ds((bx % blocks) * COLUMNS, COLUMNS)
-    tile_x = x[tl.ds(batch, 1), tl.ds(chunk * ROWS, ROWS), columns]
-    tl.cta.reduce(KIND, y[tl.ds(batch, 1), tl.ds(chunk, 1), columns], tile_x, axes=1,
-                  scale=SCALE)
+    out = y[tl.ds(batch, 1), tl.ds(chunk, 1), columns]
+
+    def span(start: Any, rows: int) -> None:
+        tl.cta.reduce(KIND, out, x[tl.ds(batch, 1), tl.ds(start, rows), columns], axes=1,
+                      scale=SCALE)
+
+    if TAIL:
+        _reduce_spans(span, chunk, ROWS, GRID[1] - len(TAIL), TAIL)
+    else:
+        span(chunk * ROWS, ROWS)
 
 
 def describe(stage: Stage) -> str:
@@ -308,7 +404,9 @@ def describe(stage: Stage) -> str:
     return (f"tile_mlir.ops reduce {stage.kind}: [{stage.a}, {stage.r}, {stage.b}] "
             f"{stage.src} strides [{', '.join(stage.source_strides())}]"
             f"{' +offset' if stage.offset else ''} -> [{stage.a}, {stage.chunks}, "
-            f"{stage.b}] {stage.dst}")
+            f"{stage.b}] {stage.dst}"
+            + (f" (chunks of {stage.piece}, the last {', '.join(map(str, stage.tail))})"
+               if stage.tail else ""))
 
 
 def _contiguous(shape: tuple[int, ...]) -> tuple[str, ...]:
@@ -323,12 +421,14 @@ def specialization(stage: Stage) -> Specialization:
     x = TensorSpec("x", stage.src, source, (None,) * len(source), stage.source_strides(),
                    stage.offset)
     y = TensorSpec("y", stage.dst, out, (None,) * len(out), _contiguous(out))
+    layout: tuple[tuple[str, Any], ...]
     if stage.rows:
         kernel, layout = reduce_rows, (("CHUNKS", stage.chunks),
-                                       ("PER_CTA", rows_per_cta(stage)))
+                                       ("PER_CTA", rows_per_cta(stage)),
+                                       ("PIECE", stage.length), ("TAIL", stage.tail))
     else:
         kernel, layout = reduce_columns, (("COLUMNS", columns_per_cta(stage)),
-                                          ("ROWS", stage.r // stage.chunks))
+                                          ("ROWS", stage.length), ("TAIL", stage.tail))
     constexprs = (("KIND", stage.kind), ("SCALE", stage.scale), *layout, ("GRID", stage.grid))
     return lang.specialization(kernel, (x, y), constexprs=constexprs,
                                threads=row_threads(stage) if stage.rows else COLUMN_BLOCK,
