@@ -63,6 +63,8 @@ TAIL_CASES = [
     # prime row counts of columns: chunks of ceil(R / wanted) rows and a shorter last one
     ("sum", (21841, 3072), 0, "bfloat16"), ("amax", (21841, 384), 0, "float32"),
     ("mean", (2, 21841, 100), 1, "float32"),
+    # odd column counts: blocks of 128 columns and a narrower last one (81, 7)
+    ("sum", (1024, 50257), 0, "bfloat16"), ("amin", (21841, 263), 0, "float32"),
 ]
 
 

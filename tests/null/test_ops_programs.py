@@ -31,7 +31,15 @@ from tile_mlir.ops.programs.elementwise import (
     Strategy,
 )
 from tile_mlir.ops.programs.lang import LangProgram
-from tile_mlir.ops.programs.reduction import ReductionProgram, Stage, column_width, stages
+from tile_mlir.ops.programs.reduction import (
+    COLUMN_BLOCK,
+    COLUMN_WIDTH,
+    ReductionProgram,
+    Stage,
+    column_blocks,
+    column_width,
+    stages,
+)
 from tile_mlir.ops.programs.rope import RopeProgram, RopeSignature
 
 
@@ -281,7 +289,8 @@ def test_rows_of_many_waves_take_cta_of_512_threads() -> None:
 
 def test_column_blocks_are_about_128_columns() -> None:
     """A columns stage's CTA takes the divisor of B nearest 128 columns (B itself when it
-    is narrower or has none nearer: an odd 131), wider where its rows are too few for the
+    is narrower or has none nearer: an odd 131; 128 and a narrower last block where no
+    divisor is within a factor of 2), wider where its rows are too few for the
     threads down the columns; a batch of 65 to 128 columns in halves, where they divide
     into vectors and the rows give every thread of the CTA one."""
     assert column_width(128, 4096, 8) == 64
@@ -292,18 +301,25 @@ def test_column_blocks_are_about_128_columns() -> None:
     assert column_width(65536, 1024, 8) == 128
     assert column_width(192, 4096, 8) == 96
     assert column_width(131, 4096, 1) == 131
+    assert column_width(50257, 1024, 1) == 128  # 29 * 1733: blocks of 128, the last 81
+    assert column_width(2 * 257, 4096, 2) == 128  # not 2 columns a CTA
     assert column_width(100, 4096, 4) == 100
     assert column_width(1 << 26, 1, 8) == 2048  # one row: a vector a thread across
 
 
 def test_column_blocks_divide_the_batch_into_vectors() -> None:
-    """Whatever B, R and vector: a CTA's columns divide B (every column is some CTA's) and
-    are whole vectors."""
+    """Whatever B, R and vector: a CTA's columns are whole vectors, and divide B or are
+    COLUMN_WIDTH (the last block narrower: every column is some CTA's); a batch wider than
+    COLUMN_WIDTH takes blocks within a factor of 2 of it, unless widened for few rows."""
     for vec in (1, 2, 4, 8):
         for b in range(vec, 400, vec):
             for r in (1, 16, 129, 4096):
                 width = column_width(b, r, vec)
-                assert b % width == 0 and width % vec == 0, (b, r, vec, width)
+                assert width % vec == 0, (b, r, vec, width)
+                assert b % width == 0 or width == COLUMN_WIDTH, (b, r, vec, width)
+                if b > COLUMN_WIDTH and r >= COLUMN_BLOCK:
+                    assert COLUMN_WIDTH // 2 <= width <= 2 * COLUMN_WIDTH, (b, r, vec, width)
+    assert column_blocks(50257, column_width(50257, 1024, 1)) == 393  # 392 of 128, one of 81
 
 
 def test_the_roles_name_the_library_s_arrays() -> None:

@@ -148,16 +148,17 @@ def test_tail_chunks_of_a_row_load_16_bytes() -> None:
         assert loads.count(last) == 1, loads
 
 
-@pytest.mark.parametrize(("shape", "dim"), [((1, 131), 1), ((2, 131), 1), ((53, 16), 0),
-                                            ((2, 53, 16), 1)], ids=str)
+@pytest.mark.parametrize("case", [((1, 131), 1, 64), ((2, 131), 1, 64), ((53, 16), 0, 256),
+                                  ((2, 53, 16), 1, 256), ((53, 262), 0, 1024)], ids=str)
 def test_tail_kernels_themselves(device: Device, rng: np.random.Generator,
-                                 monkeypatch: pytest.MonkeyPatch, shape: tuple[int, ...],
-                                 dim: int) -> None:
-    """The tail's branches run (the kernels, threads together), on chunks made small:
+                                 monkeypatch: pytest.MonkeyPatch,
+                                 case: tuple[tuple[int, ...], int, int]) -> None:
+    """The tails' branches run (the kernels, threads together), on chunks made small:
     rows of 131 f32 in 6 chunks of 20, one of 8 and one of 3; 53 rows of columns in 10 of
-    5 and one of 3."""
-    monkeypatch.setattr(reduction_programs, "CHUNK_BYTES", 64 if dim == 1 and
-                        len(shape) == 2 else 256)
+    5 and one of 3; 262 = 2 * 131 columns in blocks of 128 and a last one of 6, over 17
+    chunks of 3 rows and one of 2."""
+    shape, dim, chunk_bytes = case
+    monkeypatch.setattr(reduction_programs, "CHUNK_BYTES", chunk_bytes)
     device.reduction_kernels = True
     x = rng.standard_normal(shape).astype(np.float32)
     view = reduction_view(shape, _row_major(shape), (dim,))
