@@ -139,6 +139,7 @@ def _reductions() -> dict[str, Stage]:
         "rows tail strided": stages("min", (3, 1000003, 1), "bf16", "bf16", acc="f32",
                                     strides=("?1", "1")),
         "columns tail": stages("max", (2, 21841, 384), "bf16", "bf16", acc="f32"),
+        "columns odd": stages("sum", (1, 1024, 50257), "bf16", "bf16", acc="f32"),
     }
     return {f"{name} {n}": stage for name, found in planned.items()
             for n, stage in enumerate(found)}
@@ -206,6 +207,9 @@ GOLDEN: dict[str, tuple[int, ...]] = {  # per KINDS, in order
     _R + "rows tail strided 0": (0, 14, 0, 3, 18, 4, 3),  # rows of odd length: scalars
     # two spans (993 rows, 480), a reduce each; LLVM sinks their stores into one
     _R + "columns tail 0": (47, 47, 2, 2, 0, 3, 2),
+    # 50257 columns: blocks of 128 and one of 81 (a branch each), scalar loads 32 a round
+    # (SCALAR_FOLDS) with remainders; LLVM sinks their stores into one
+    _R + "columns odd 0": (0, 86, 0, 1, 0, 3, 2),
     "rope neox": (8, 10, 11, 11, 0, 0, 19),
     "rope gptj": (0, 20, 5, 17, 0, 0, 19),
     "rope neox partial": (15, 17, 20, 20, 0, 0, 21),

@@ -66,6 +66,16 @@ and 2.909 -> 2.934 ([8192, 8192], [524288, 128], [65536, 1024]), amax f32 [1024,
 gain most: a bf16 sum over dim 0 of [8192, 8000] columns of an [8192, 8192] tensor 1.79
 -> 2.56 TB/s (torch.compile 2.45), f32 2.82 -> 2.85, amax f16 of every second row of
 [16384, 4096] 2.26 -> 2.28."""
+SCALAR_FOLDS = (32, 2)
+"""GLOBAL_FOLDS where a thread loads one element at a time (a batch of columns whose count
+no vector divides: its rows start misaligned), each load 2 or 4 bytes: more of them in
+flight. Measured on an H100 (sums over dim 0, beside torch.compile in one process, 200
+repetitions, L2 flushed), TB/s against GLOBAL_FOLDS: bf16 [1024, 50257] 2.152 -> 2.341
+(torch.compile 2.325), [65536, 1031] 1.601 -> 1.643 (2.126), [8192, 8191] 2.271 -> 2.270
+(2.191); f32 [1024, 50257] 2.744 -> 2.804 (2.496), [65536, 1031] 2.403 -> 2.448 (2.501).
+Also tried: 32 into 4, 8 into 2, and 64 into 4 (bf16 2.469 and 1.972 on the first two,
+but 2.138 on [8192, 8191], whose 512 CTAs it no longer fit in one wave), twice the CTAs
+(2.034 at [65536, 1031] but f32 [1024, 50257] 2.610)."""
 
 
 @dataclass(frozen=True)
@@ -119,12 +129,15 @@ class ColumnReducer:
                             unroll=loads, accumulators=accumulators)
 
     def folds(self) -> tuple[int, int]:
-        """(loads a round, accumulators) of a thread's walk: GLOBAL_FOLDS where the thread
-        walks at least that many rows (a shorter walk would take no round of them, each
-        load waiting on the one before), else UNROLL into as many."""
+        """(loads a round, accumulators) of a thread's walk: GLOBAL_FOLDS (SCALAR_FOLDS
+        for loads of one element) where the thread walks at least that many rows (a shorter
+        walk would take no round of them, each load waiting on the one before), else
+        UNROLL into as many."""
         if self.info.sources[0].space != "global":
             return UNROLL, UNROLL
         loads, accumulators = GLOBAL_FOLDS.get(self.src.nbytes, (UNROLL, UNROLL))
+        if self.plan.vec == 1 and self.src.nbytes in GLOBAL_FOLDS:
+            loads, accumulators = SCALAR_FOLDS
         if self.length // self.plan.split < loads:
             return UNROLL, UNROLL
         return loads, accumulators
