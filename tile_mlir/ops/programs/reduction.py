@@ -9,10 +9,13 @@ A stage reduces a view of one of two shapes (the caller merged the tensor's dims
 - columns [A, R, B] (a kept run innermost): a CTA takes a block of columns of one
   batch and a chunk of the reduced rows (reduce/columns: a thread per output vector,
   coalesced loads).
+Chunks are equal where a divisor of R that fills the GPU allows, else equal but for a
+tail (Stage.spans), and column blocks likewise (column_blocks): each length a static
+tile of its own, the CTA branching to its one.
 The source is a base pointer re-viewed with `memref.reinterpret_cast` as the strided
-view (rows: [A, R] reshaped to [A, chunks, R / chunks]): the sizes are compiled in (the
-lowering's reducers walk static shapes; the launch geometry depends on them anyway),
-the strides are kernel arguments promising their divisibility (`tile.divisibility`)
+view (rows of equal chunks: [A, R] reshaped to [A, chunks, R / chunks]): the sizes are
+compiled in (the lowering's reducers walk static shapes; the launch geometry depends on
+them anyway), the strides are kernel arguments promising their divisibility (`tile.divisibility`)
 unless they are 0 or the innermost 1, and a base that is not 16-byte aligned comes as
 an aligned pointer and an element offset, so offset views, negative and zero strides
 need no copy. Where the lowering cannot prove a vector access aligned (a misaligned
