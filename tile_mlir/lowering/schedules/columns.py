@@ -133,11 +133,10 @@ class ColumnReducer:
         for loads of one element) where the thread walks at least that many rows (a shorter
         walk would take no round of them, each load waiting on the one before), else
         UNROLL into as many."""
-        if self.info.sources[0].space != "global":
+        if self.info.sources[0].space != "global" or self.src.nbytes not in GLOBAL_FOLDS:
             return UNROLL, UNROLL
-        loads, accumulators = GLOBAL_FOLDS.get(self.src.nbytes, (UNROLL, UNROLL))
-        if self.plan.vec == 1 and self.src.nbytes in GLOBAL_FOLDS:
-            loads, accumulators = SCALAR_FOLDS
+        loads, accumulators = SCALAR_FOLDS if self.plan.vec == 1 else \
+            GLOBAL_FOLDS[self.src.nbytes]
         if self.length // self.plan.split < loads:
             return UNROLL, UNROLL
         return loads, accumulators
