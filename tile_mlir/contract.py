@@ -38,6 +38,11 @@ DIVISIBILITY = "tile.divisibility"
 passed for it (Triton's tt.divisibility). Strides passed so let the lowering prove its
 vector accesses aligned."""
 
+PIECE = "tile.piece"
+"""Attribute on a memref.reinterpret_cast: the view is one piece (a string naming it) of a
+split of its source into pieces that never overlap (tile_mlir.lang's aligned(): "head",
+"body" and "tail"). The barrier analysis (lowering/support/sync.py) relies on it."""
+
 DIVISIBILITY_CAP = 32
 """The most divisibility an argument is described with: the widest vector is 32 bytes."""
 

@@ -221,3 +221,49 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// Pieces of one split (tile.piece on reinterpret_casts of one source: tile_mlir.lang's
+// aligned() makes a row's head, body and tail so) never meet: the head written after the
+// body is read (other views, which might overlap but for the marks) needs no barrier.
+// CHECK-LABEL: gpu.func @pieces
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+gpu.module @m {
+  gpu.func @pieces(%x: memref<1030xf32>, %h: index, %k: index, %t: index) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %head = memref.reinterpret_cast %x to offset: [1], sizes: [%h, 1], strides: [1, 1] {tile.piece = "head"} : memref<1030xf32> to memref<?x1xf32, strided<[1, 1], offset: 1>>
+    %body = memref.reinterpret_cast %x to offset: [4], sizes: [%k, 4], strides: [4, 1] {tile.piece = "body"} : memref<1030xf32> to memref<?x4xf32, strided<[4, 1], offset: 4>>
+    %a = "tile.alloc"() {layout = #tile.layout<"S[(32, 4):(1@tid, 1)]">} : () -> memref<32x4xf32, #gpu.address_space<private>>
+    %b = "tile.alloc"() {layout = #tile.layout<"S[(32, 4):(1@tid, 1)]">} : () -> memref<32x4xf32, #gpu.address_space<private>>
+    "tile.copy"(%a, %body) {scope = "cta"} : (memref<32x4xf32, #gpu.address_space<private>>, memref<?x4xf32, strided<[4, 1], offset: 4>>) -> ()
+    "tile.copy"(%head, %b) {scope = "cta"} : (memref<?x1xf32, strided<[1, 1], offset: 1>>, memref<32x4xf32, #gpu.address_space<private>>) -> ()
+    gpu.return
+  }
+}
+
+// -----
+
+// The same views without the marks (or two marked alike) may overlap: a barrier.
+// CHECK-LABEL: gpu.func @unmarked
+// CHECK: "tile.copy"
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: "tile.copy"
+// CHECK: "tile.copy"
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: "tile.copy"
+gpu.module @m {
+  gpu.func @unmarked(%x: memref<1030xf32>, %h: index, %k: index) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %head = memref.reinterpret_cast %x to offset: [1], sizes: [%h, 1], strides: [1, 1] : memref<1030xf32> to memref<?x1xf32, strided<[1, 1], offset: 1>>
+    %body = memref.reinterpret_cast %x to offset: [4], sizes: [%k, 4], strides: [4, 1] : memref<1030xf32> to memref<?x4xf32, strided<[4, 1], offset: 4>>
+    %twin = memref.reinterpret_cast %x to offset: [1], sizes: [%h, 1], strides: [1, 1] {tile.piece = "body"} : memref<1030xf32> to memref<?x1xf32, strided<[1, 1], offset: 1>>
+    %marked = memref.reinterpret_cast %x to offset: [4], sizes: [%k, 4], strides: [4, 1] {tile.piece = "body"} : memref<1030xf32> to memref<?x4xf32, strided<[4, 1], offset: 4>>
+    %a = "tile.alloc"() {layout = #tile.layout<"S[(32, 4):(1@tid, 1)]">} : () -> memref<32x4xf32, #gpu.address_space<private>>
+    %b = "tile.alloc"() {layout = #tile.layout<"S[(32, 4):(1@tid, 1)]">} : () -> memref<32x4xf32, #gpu.address_space<private>>
+    "tile.copy"(%a, %body) {scope = "cta"} : (memref<32x4xf32, #gpu.address_space<private>>, memref<?x4xf32, strided<[4, 1], offset: 4>>) -> ()
+    "tile.copy"(%head, %b) {scope = "cta"} : (memref<?x1xf32, strided<[1, 1], offset: 1>>, memref<32x4xf32, #gpu.address_space<private>>) -> ()
+    "tile.copy"(%a, %marked) {scope = "cta"} : (memref<32x4xf32, #gpu.address_space<private>>, memref<?x4xf32, strided<[4, 1], offset: 4>>) -> ()
+    "tile.copy"(%twin, %b) {scope = "cta"} : (memref<?x1xf32, strided<[1, 1], offset: 1>>, memref<32x4xf32, #gpu.address_space<private>>) -> ()
+    gpu.return
+  }
+}

@@ -201,3 +201,48 @@ def test_where_tests_an_fp8_condition_for_truth(dtype: str, rng: np.random.Gener
     truth = condition.astype(np.float32) != 0  # NaN != 0: true
     np.testing.assert_array_equal(out.numpy(), np.where(truth, x, y))
     assert truth[0] == truth[0x80] == False and truth.sum() == 254  # noqa: E712 - +-0 only
+
+
+@tl.kernel(threads=64, static=("N",))
+def copy_aligned(x: Rows, y: Rows, V: tl.constexpr = 4) -> None:
+    """Each row copied as aligned() splits it: its whole aligned vectors a part at a time
+    (64 threads, a vector each), then the head and the tail (a column: an element a
+    thread)."""
+    row = tl.block_id()
+    xs, ys = x[row].aligned(V), y[row].aligned(V)
+    layout = f"S[(64, {V}):(1@tid, 1)]"
+    for k in range(-(-(x.shape[1] // V) // 64)):
+        t = tl.alloc_reg((64, V), tl.f32, layout)
+        tl.cta.copy(t, xs[1][k * 64:(k + 1) * 64], padding=0.0)
+        tl.cta.copy(ys[1][k * 64:(k + 1) * 64], t)
+    for piece in (0, 2):
+        e = tl.alloc_reg((64, V), tl.f32, layout)
+        tl.cta.copy(e, xs[piece], padding=0.0)
+        tl.cta.copy(ys[piece], e)
+
+
+@pytest.mark.parametrize(("n", "stride", "offset"), [
+    (1001, 1001, 0), (1001, 1003, 3), (7, 9, 1), (3, 3, 5), (2, 2, 1), (1, 1, 3),
+    (2048, 2048, 0), (17, 17, 0), (8, 11, 2), (300, 301, 0)], ids=str)
+def test_aligned_splits_every_row_into_head_vectors_and_tail(
+        n: int, stride: int, offset: int, rng: np.random.Generator) -> None:
+    """Rows of odd lengths, strides and offsets (each row at another alignment, some
+    shorter than a vector, with or without whole vectors): every element is copied once,
+    nothing around the rows is written, and the body's vectors are 16-byte accesses."""
+    device = Device()
+    m = 5
+    size = offset + stride * m + 8
+    values = rng.standard_normal(size).astype(np.float32)
+    x = device.array(values).view((m, n), (stride, 1), offset)
+    out = device.array(np.full(size, 7.0, np.float32))
+    y = out.view((m, n), (stride, 1), offset)
+    launch(device, copy_aligned, m, x, y)
+    want = np.full(size, 7.0, np.float32)
+    for r in range(m):
+        start = offset + r * stride
+        want[start:start + n] = values[start:start + n]
+    np.testing.assert_array_equal(out.numpy(), want)
+    ptx = copy_aligned.compile(copy_aligned.signature(desc(x), desc(y))).ptx["kernels"]
+    if n >= 4:  # a row of fewer elements than a vector is all head and tail
+        assert "ld.global.nc.v4.b32" in ptx and "st.global.v4.b32" in ptx
+    assert "bar.sync" not in ptx  # the pieces of one row never meet

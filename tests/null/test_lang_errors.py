@@ -87,6 +87,14 @@ def float_for_int(x: Annotated[tl.Tensor, "i32", ("N",)]) -> None:
     tl.cta.add(x, x, 0.5)  # float-for-int
 
 
+def aligned_2d(x: Mat) -> None:
+    x[0:2].aligned(4)  # aligned-2d
+
+
+def aligned_odd(x: Vec) -> None:
+    x[1:7].aligned(3)  # aligned-odd
+
+
 CASES = [
     (unknown_op, "unknown-op", "unknown elementwise op 'sqr' (did you mean 'sqrt'?)"),
     (wrong_arity, "wrong-arity", "'add' takes 2 input(s), got 1"),
@@ -105,6 +113,9 @@ CASES = [
                                          "global memory goes through the L2 cache"),
     (too_many_indices, "too-many-indices", "2 indices for a 1-d tensor"),
     (float_for_int, "float-for-int", "the float 0.5 does not fit a i32 op"),
+    (aligned_2d, "aligned-2d", "aligned() takes a 1-d view of global memory, got a 2-d "
+                               "global tensor"),
+    (aligned_odd, "aligned-odd", "aligned(): vec is a power of two, got 3"),
 ]
 
 
@@ -112,6 +123,7 @@ CASES = [
 def test_program_errors_are_located(body: Callable[..., None], marker: str,
                                     message: str) -> None:
     args = [D("f32", (16, 8)), D("f32", (8,))] if body is rank_mismatch else \
+        [D("f32", (16, 8))] if body is aligned_2d else \
         [D("f32", (8,)), D("f16", (8,))] if body is copy_dtypes else \
         [D("i32", (8,))] if body is float_for_int else [D("f32", (8,))]
     with pytest.raises(tl.ProgramError) as info:

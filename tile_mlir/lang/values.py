@@ -130,6 +130,13 @@ class Tensor(metaclass=_TensorMeta):
         result: Tensor = _views().reshape(self, shape)
         return result
 
+    def aligned(self, vec: int) -> tuple[Tensor, Tensor, Tensor]:
+        """A contiguous 1-d view as (head, body, tail): body [?, vec] its whole vectors of
+        `vec` elements that start aligned in memory, head and tail [?, 1] the elements
+        before and after them, as columns (views.aligned)."""
+        result: tuple[Tensor, Tensor, Tensor] = _views().aligned(self, vec)
+        return result
+
     def broadcast_to(self, shape: tuple[IndexLike, ...]) -> Tensor:
         """A view of `shape` that repeats this one along new leading dims and its size-1
         dims (stride 0: nothing is copied)."""

@@ -18,6 +18,7 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import memref
 
+from tile_mlir.contract import PIECE
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.lang import builder, errors
 from tile_mlir.lang.builder import DYNAMIC, as_value, at
@@ -387,6 +388,61 @@ def broadcast_to(t: Tensor, shape: Sequence[Any]) -> Tensor:
         return source
     return _subview(source, [0] * len(target), target,
                     [0 if s else 1 for s in stretched], [True] * len(target))
+
+
+# ------------------------------------------------------------------ aligned vectors
+
+
+def aligned(t: Tensor, vec: int) -> tuple[Tensor, Tensor, Tensor]:
+    """A contiguous 1-d global view as (head, body, tail): body [?, vec] the whole vectors
+    of `vec` elements in it that start at an address aligned to `vec` elements, head and
+    tail [?, 1] the elements before and after them (fewer than `vec` each), as columns: a
+    copy into a register tile whose first dim is over threads gives each element to a
+    thread of its own, so that the threads access them together (one element a thread,
+    where a row of them would be one thread's elements one by one). Every element of t
+    is in exactly one of them, at run time: a row whose start is not aligned (a row of
+    odd length, a view at an odd offset) keeps its vector accesses.
+
+    The body is a memref.reinterpret_cast of t at offset vec * ceil(offset(t) / vec)
+    (offset(t) from memref.extract_strided_metadata), a multiple of `vec` that the
+    alignment analysis sees as one (`%q * vec`); the head and tail are re-viewed likewise,
+    at offset(t) and after the body."""
+    if t.space != "global" or t.rank != 1:
+        raise errors.program_error(f"aligned() takes a 1-d view of global memory, got a "
+                                   f"{t.rank}-d {t.space} tensor")
+    if isinstance(vec, bool) or not isinstance(vec, int) or vec < 1 or vec & (vec - 1):
+        raise errors.program_error(f"aligned(): vec is a power of two, got {vec!r}")
+    _, strides, _, _ = builder.memref_parts(t.value)
+    if strides[0] != 1 and not _same(t.sizes[0], 1):
+        raise errors.program_error("aligned() takes a contiguous view (unit stride)")
+    with at():
+        meta = memref.ExtractStridedMetadataOp(t.value)
+        offset = Index(meta.results[1])
+    end = offset + t.sizes[0]
+    q = builder.index_op("ceildiv", offset, vec, False)
+    start = q * vec  # the body's first element: a multiple of vec by construction
+    count = builder.index_op("max", end // vec - q, 0, False)
+    head_end = builder.index_op("min", start, end, False)
+    tail_start = builder.index_op("max", start + count * vec, head_end, False)
+    tail = builder.index_op("max", end - tail_start, 0, False)
+    body = _recast(t, "body", start, [count, vec], [vec, 1])
+    return (_recast(t, "head", offset, [head_end - offset, 1], [1, 1]), body,
+            _recast(t, "tail", tail_start, [tail, 1], [1, 1]))
+
+
+def _recast(t: Tensor, piece: str, offset: Index, sizes: list[IndexLike],
+            strides: list[int]) -> Tensor:
+    """Piece `piece` of t's memory: re-viewed at an element offset from its base, with
+    sizes and strides."""
+    type_ = ir.MemRefType(t.value.type)
+    result = ir.MemRefType.get([_static(s) for s in sizes], type_.element_type,
+                               _layout(strides, STRIDE), type_.memory_space)
+    with at():
+        dyn_sizes, static_sizes = _split(sizes)
+        op = memref.ReinterpretCastOp(result, t.value, [offset.value], dyn_sizes, [],
+                                      [STRIDE], static_sizes, strides)
+        op.attributes[PIECE] = ir.StringAttr.get(piece)
+    return Tensor(op.result, tuple(sizes), t.dtype, t.space, root=t.root)
 
 
 # ------------------------------------------------------------------ elements

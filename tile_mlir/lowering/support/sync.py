@@ -13,18 +13,19 @@ cluster barrier's wait) already in the block counts. Register buffers are privat
 their threads and never need one. Around a loop's back edge, two touches of one
 iteration's own slice (a subview taken in the body at the induction variable,
 one element thick there: the tiles of a row, one per iteration) never meet.
-Two touches never meet either where they lie in subviews of one view that are disjoint
-along some dim (the parts of a row, one op each; two rows of a tensor), or where they
-are the very same view and each op's thread for an element is the one holding it in
-the same register layout, held once (a row read into registers, then written back
-by the same threads). Each touch is inside every subview on its way to the buffer
-(through subviews, reshapes and casts), so any two of those, one from each touch, cut
-from the same view and apart along a dim, part the touches. An offset along a dim is
-a constant, or a base plus a constant (`%b` and `%b + 1`: two neighbouring rows at a
-row known at run time), bases compared by how they were built (`_key`: from
-constants, a block's arguments and the ids that are one number across a CTA; a base
-that depends on a thread's id or on memory is equal to no other). A tile op is
-collective: its scope's threads take it with the same operands, so equal bases are
+Two touches never meet either where they lie in different pieces of one split (a
+reinterpret_cast marked PIECE, such as tile_mlir.lang's aligned() makes), or in subviews
+of one view that are disjoint along some dim (the parts of a row, one op each; two rows
+of a tensor), or where they are the very same view and each op's thread for an element
+is the one holding it in the same register layout, held once (a row read into
+registers, then written back by the same threads). Each touch is inside every subview
+on its way to the buffer (through subviews, reshapes and casts), so any two of those,
+one from each touch, cut from the same view and apart along a dim, part the touches.
+An offset along a dim is a constant, or a base plus a constant (`%b` and `%b + 1`: two
+neighbouring rows at a row known at run time), bases compared by how they were built
+(`_key`: from constants, a block's arguments and the ids that are one number across a
+CTA; a base that depends on a thread's id or on memory is equal to no other). A tile op
+is collective: its scope's threads take it with the same operands, so equal bases are
 one number in both ops.
 """
 
@@ -37,6 +38,7 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import arith, gpu, nvvm
 
+from tile_mlir.contract import PIECE
 from tile_mlir.dialects.tile import SCOPES
 from tile_mlir.layout import TileLayout
 from tile_mlir.lowering.schedules.threads import decode
@@ -72,6 +74,7 @@ class _Touch:
     view: ir.Value | None = None  # the operand itself
     windows: tuple[Window, ...] = ()  # the subviews it lies in, innermost first
     owners: str = ""  # the register layout whose holder of an element touches it ("": none)
+    piece: tuple[ir.Value, str] | None = None  # (source, piece) of a split it lies in
 
 
 def _iteration_slice(value: ir.Value, block: ir.Block) -> tuple[ir.Value, int] | None:
@@ -195,6 +198,21 @@ def _windows(value: ir.Value, bound: tuple[int, ...] | None = None) -> tuple[Win
     return tuple(_window(op, bound if not k else None) for k, op in enumerate(_subviews(value)))
 
 
+def _piece(value: ir.Value) -> tuple[ir.Value, str] | None:
+    """(source, piece) where the view lies inside (through CONTAINED views) a piece of a
+    split: two touches in different pieces of one source never meet."""
+    for _ in range(64):
+        op = defining_op(value)
+        if op is None:
+            return None
+        if op.name == "memref.reinterpret_cast" and PIECE in op.attributes:
+            return op.operands[0], ir.StringAttr(op.attributes[PIECE]).value
+        if op.name not in CONTAINED:
+            return None
+        value = op.operands[0]
+    return None
+
+
 def _anchor(op: ir.Operation) -> TileLayout | None:
     """The layout of the register tile the op walks: its largest register operand's."""
     layouts = []
@@ -236,13 +254,20 @@ def _touches(op: ir.Operation) -> list[_Touch]:
             continue
         found.append(_Touch(root_buffer(value), writes=n == 0, scope=scope,
                             slice=_iteration_slice(value, op.block), view=value,
-                            windows=_windows(value, bound), owners=owners))
+                            windows=_windows(value, bound), owners=owners,
+                            piece=_piece(value)))
     return found
 
 
 def _apart(a: tuple[Window, ...], b: tuple[Window, ...]) -> bool:
     """Do two touches lie in subviews of one view that are disjoint along some dim?"""
     return any(x[0] == y[0] and _disjoint(x[1], y[1]) for x in a for y in b)
+
+
+def _split_apart(a: _Touch, b: _Touch) -> bool:
+    """Do two touches lie in different pieces of one split (PIECE)?"""
+    return a.piece is not None and b.piece is not None and a.piece[0] == b.piece[0] and \
+        a.piece[1] != b.piece[1]
 
 
 def _disjoint(a: tuple[Span | None, ...], b: tuple[Span | None, ...]) -> bool:
@@ -261,7 +286,7 @@ def _meet(new: _Touch, old: _Touch) -> bool:
         return False
     if old.carried and new.slice is not None and new.slice == old.slice:
         return False
-    if not old.carried and _apart(new.windows, old.windows):
+    if not old.carried and (_apart(new.windows, old.windows) or _split_apart(new, old)):
         return False
     same_threads = new.view == old.view and new.owners and new.owners == old.owners and \
         new.scope == old.scope
@@ -348,7 +373,7 @@ def insert_barriers(block: ir.Block, kernel_block: tuple[int, int, int] | None) 
     _, carried = _plan(block, []) if parent is not None and \
         parent.operation.name in _LOOPS else ([], [])
     carried = [_Touch(t.buffer, t.writes, t.scope, t.slice, carried=True, view=t.view,
-                      windows=t.windows, owners=t.owners) for t in carried]
+                      windows=t.windows, owners=t.owners, piece=t.piece) for t in carried]
     needed, _ = _plan(block, carried)
     for op, scope in needed:
         with ir.InsertionPoint(op), op.location:
