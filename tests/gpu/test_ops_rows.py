@@ -208,6 +208,47 @@ def test_rows_with_a_stride_and_misaligned() -> None:
         assert np.array_equal(after[:, 8 + n:], before[:, 8 + n:])
 
 
+EDGE_LENGTHS = (1025, 4097, 8191, 32001, 50257)
+"""Rows of odd length, read with edges (a CTA a row: 1025 to 8191; a cluster: 32001 and
+50257, GPT-2's vocabulary)."""
+
+
+@pytest.mark.parametrize("n", EDGE_LENGTHS)
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_rows_that_start_unaligned_keep_16_byte_accesses(dtype: str, n: int) -> None:
+    """softmax and log_softmax over rows of odd length, contiguous (each row at another
+    alignment) and at an odd offset with out= at the same one (edges): against float64,
+    out= poisoned, the elements around it untouched, and large logits, -inf and NaN
+    placed in the head and tail of a row (its first and last elements)."""
+    torch = _torch()
+    t = getattr(torch, DTYPES[dtype])
+    m = max(9, min(64, (1 << 22) // n))
+    width = 16 // (4 if dtype == "f32" else 2)
+    assert rows.plan_for(m, n, 1, 0, itemsize=16 // width, wide=width).geometry.edges
+    for op in ("softmax", "log_softmax"):
+        print(run_op(op, dtype, (m, n)))
+    base = (torch.randn(m, n + 16, device="cuda") * 8).to(t)
+    base[0, 3], base[1, 3 + n - 1] = 3e4, -3e4  # head and tail elements, large
+    base[2, 3] = float("-inf")
+    base[3, 3 + n - 1] = float("nan")
+    x = base[:, 3:3 + n]  # rows at an odd offset, a stride of n + 16
+    for op in ("softmax", "log_softmax"):
+        poisoned = torch.full((m, n + 16), float("nan"), device="cuda", dtype=t)
+        out = poisoned[:, 3:3 + n]  # the same alignment as x's rows: edges
+        getattr(ops, op)(x, dim=-1, out=out)
+        got, theirs = _host(out), _host(getattr(torch, op)(x, -1))
+        x64 = _host(x)
+        with np.errstate(invalid="ignore", over="ignore"):
+            want = ref.softmax(x64) if op == "softmax" else ref.log_softmax(x64)
+        assert np.array_equal(np.isnan(got), np.isnan(theirs)), f"{op}: NaN where torch's"
+        bound = ref.softmax_bound(want, n, dtype) if op == "softmax" else \
+            ref.log_softmax_bound(x64, want, n, dtype)
+        ref.check(got, want, bound, f"{op} {dtype} {n} at an odd offset")
+        around = _host(poisoned)
+        assert np.isnan(around[:, :3]).all() and np.isnan(around[:, 3 + n:]).all(), \
+            f"{op}: written outside out="
+
+
 def test_empty_inputs_and_dims() -> None:
     torch = _torch()
     for shape in ((0, 1024), (5, 0), (0,)):

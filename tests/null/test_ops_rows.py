@@ -25,6 +25,7 @@ from support.emulated import Device, EmuArray
 from tile_mlir import ops
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.ops import rows
+from tile_mlir.ops.programs.rows import Geometry
 
 # ------------------------------------------------------------------ the planner
 
@@ -135,6 +136,56 @@ def test_forcing_a_strategy_plans_again() -> None:
     assert rows.plan_for(8, 1000, 4, 0, itemsize=4).geometry.strategy == "cta"
     with pytest.raises(ValueError, match="strategy 'rows'"):
         rows.force("rows")
+
+
+def _described(shape: tuple[int, int], strides: tuple[int, int], offset: int = 0,
+               dtype: str = "bf16") -> Any:
+    """An ops.args.Array of rows for the planner (offset: elements past a 16-byte
+    boundary)."""
+    from tile_mlir.ops.args import Array
+
+    size = DTYPES[dtype].bytes
+    return Array("x", "torch", dtype, shape, strides, (1 << 20) + offset * size, 0)
+
+
+def test_rows_that_start_unaligned_take_edges_where_every_array_agrees() -> None:
+    """softmax's rows of odd length (or at an odd offset) are read with edges (16-byte
+    vectors, and the few elements before and after them apart) where x's and the output's
+    rows start at the same alignment, one row a CTA or cluster; otherwise, and for the
+    norms (whose weight's parts would have to move with each row), as before."""
+    odd, out = _described((64, 1025), (1025, 1)), _described((64, 1025), (1025, 1))
+    assert rows.edge_width("softmax", 1025, [odd, out]) == 8
+    assert rows.edge_width("rms_norm", 1025, [odd, out]) == 0
+    shifted = _described((64, 1025), (1025, 1), offset=1)  # x[1:]: one element on
+    assert rows.edge_width("softmax", 1025, [shifted, out]) == 0
+    assert rows.edge_width("softmax", 1025, [shifted, _described((64, 1025), (1025, 1), 9)]) \
+        == 8  # 9 elements on: the same alignment
+    strided = _described((64, 1025), (1032, 1))  # a row stride of 1032: rows aligned alike
+    assert rows.edge_width("softmax", 1025, [strided, out]) == 0
+    one_row = _described((1, 1025), (1032, 1))
+    assert rows.edge_width("softmax", 1025, [one_row, _described((1, 1025), (1025, 1))]) == 8
+    assert rows.edge_width("softmax", 1025, [strided, _described((64, 1025), (1040, 1))]) == 8
+
+    def plan(m: int, n: int, dtype: str) -> Any:
+        size = DTYPES[dtype].bytes
+        return rows.with_edges(lambda v: rows.choose(m, n, v, 16, itemsize=size), n,
+                               rows.vector_width(n, dtype, []), 16 // size)
+
+    cta = plan(65536, 1025, "bf16")  # the aligned row's CTA, half the threads (EDGE_CTA_SHARE)
+    assert cta.geometry == Geometry("cta", 8, 64, edges=True), cta.reason
+    assert cta.reason.startswith("a row of 1025 fits one CTA of 64 threads holding 16")
+    assert "start aligned" in cta.reason
+    assert plan(16384, 4097, "f32").geometry == Geometry("cta", 4, 128, edges=True)
+    cluster = plan(4096, 50257, "bf16").geometry
+    assert (cluster.strategy, cluster.lanes, cluster.ctas, cluster.edges) == \
+        ("cluster", 1024, 8, True)
+    assert plan(32768, 333, "f32").geometry == rows.choose(32768, 333, 1, 16, itemsize=4).geometry
+    assert not plan(4096, 1024, "bf16").geometry.edges  # aligned rows: none
+    assert "start aligned" in rows.explain("log_softmax", (4096, 50257), "bf16")
+    assert "start aligned" not in rows.explain("layer_norm", (4096, 50257), "bf16")
+    with rows.forced("cta", lanes=64):  # forced: edges, the threads as forced
+        g = rows.plan_for(8, 1025, 1, 0, itemsize=2, wide=8).geometry
+        assert (g.strategy, g.lanes, g.edges) == ("cta", 64, True)
 
 
 # ------------------------------------------------------------------ errors
@@ -349,6 +400,49 @@ def test_rows_with_a_stride_misaligned_and_in_place(device: Device, rng: np.rand
               ref.softmax_bound(ref.softmax(wide[:, 1:38]), 37, "f32"), "in place")
     assert np.array_equal(buffer.numpy()[:, 0], wide[:, 0])  # nothing else written
     assert np.array_equal(buffer.numpy()[:, 38:], wide[:, 38:])
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_rows_with_edges_on_the_pretend_device(device: Device, rng: np.random.Generator,
+                                               op: str, dtype: str) -> None:
+    """A CTA a row with edges (forced: 64 threads, two warps): contiguous rows of odd
+    length (each row at another alignment), rows shorter than a vector, rows at an odd
+    offset written into out= at the same alignment and in place; nothing around them
+    written. Against float64 NumPy."""
+    fn = ops.log_softmax if op == "log_softmax" else ops.softmax
+    size = DTYPES[dtype].bytes
+
+    def check(got: np.ndarray, x: np.ndarray, what: str) -> None:
+        want = ref.log_softmax(x) if op == "log_softmax" else ref.softmax(x)
+        n = x.shape[-1]
+        bound = ref.log_softmax_bound(x, want, n, dtype) if op == "log_softmax" else \
+            ref.softmax_bound(want, n, dtype)
+        ref.check(got, want, bound, f"{op} {dtype} {what}")
+
+    with rows.forced("cta", lanes=64):
+        for shape in ((5, 1001), (3, 3), (4, 7), (2, 520)):
+            values = _inputs(rng, shape, dtype, 8.0)
+            check(fn(device.array(values, dtype)).numpy(), values, f"{shape}")
+        wide = _inputs(rng, (6, 700), dtype, 8.0)
+        buffer = device.array(wide, dtype)
+        x = buffer.view((6, 601), (700, 1), 3)  # odd offset, the row stride a multiple of 4
+        poison = np.full((6, 700), np.nan, DTYPES[dtype].np_dtype())
+        target = device.array(poison, dtype)
+        out = target.view((6, 601), (700, 1), 3)
+        plan = rows.plan_for(6, 601, rows.vector_of(601, [x.ref(), out.ref()]), 0,
+                             itemsize=size, wide=rows.edge_width("softmax", 601,
+                                                                 [x.ref(), out.ref()]))
+        assert plan.geometry.edges, plan.reason
+        assert fn(x, out=out) is out
+        check(out.numpy(), wide[:, 3:604], "at an offset into out=")
+        around = target.numpy()
+        assert np.isnan(around[:, :3].astype(np.float32)).all()
+        assert np.isnan(around[:, 604:].astype(np.float32)).all()
+        fn(x, out=x)  # in place
+        check(x.numpy(), wide[:, 3:604], "in place")
+        assert np.array_equal(buffer.numpy()[:, :3], wide[:, :3])
+        assert np.array_equal(buffer.numpy()[:, 604:], wide[:, 604:])
 
 
 def test_rows_that_do_not_merge_are_copied(device: Device, rng: np.random.Generator,

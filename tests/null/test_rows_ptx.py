@@ -243,3 +243,33 @@ def test_the_cluster_strategy_forced_on_a_short_row() -> None:
     ptx, _ = _compiled(_program("rms_norm", g, 7, 1000, "f32"))
     assert ptx.count("barrier.cluster.arrive.relaxed;") == 2 and "bar.sync" not in ptx
     assert ptx.count("mbarrier.test_wait.parity") == 1
+
+
+@pytest.mark.parametrize(("op", "m", "n", "dtype"), [
+    ("softmax", 4096, 50257, "bf16"),  # a cluster of 8 CTAs of 128 threads
+    ("log_softmax", 2048, 50257, "f32"),
+    ("softmax", 65536, 1025, "bf16"),  # a CTA of 64 threads
+    ("log_softmax", 16384, 4097, "f32"),  # a CTA of 128 threads
+], ids=str)
+def test_rows_with_edges_compile_to_the_aligned_rows_ptx(op: str, m: int, n: int,
+                                                          dtype: str) -> None:
+    """Rows of odd length with edges: the row's vectors in 16-byte loads and stores, the
+    head and the tail in one load and one store each (an element a thread), and the same
+    reductions and barriers as a row that starts aligned: no barrier between the writes
+    of the row's pieces (tile.piece), no spill, the occupancy the aligned row's gets."""
+    size = DTYPES[dtype].bytes
+    plan = rows.with_edges(lambda v: rows.choose(m, n, v, 16, itemsize=size), n,
+                           rows.vector_width(n, dtype, []), 16 // size)
+    g = plan.geometry
+    assert g.edges and g.vec == 16 // size, plan.reason
+    ptx, registers = _compiled(_program(op, g, m, n, dtype))
+    aligned, _ = _compiled(_program(op, dataclasses.replace(g, edges=False), m, n - 1, dtype))
+    scalar = "b16" if size == 2 else "b32"
+    parts = g.row_parts(n)
+    assert ptx.count("ld.global.nc.v4.b32") == parts == aligned.count("ld.global.nc.v4.b32")
+    assert ptx.count("st.global.v4.b32") == parts
+    assert ptx.count(f"ld.global.nc.{scalar}") == 2 and ptx.count(f"st.global.{scalar}") == 2
+    for mark in ("bar.sync", "barrier.cluster.arrive", "barrier.cluster.wait",
+                 "mbarrier.test_wait", "shfl.sync.bfly", "prefetch.global.L2"):
+        assert ptx.count(mark) == aligned.count(mark), mark
+    _check_occupancy(_program(op, g, m, n, dtype), ptx, registers)

@@ -24,9 +24,9 @@ writes (so a failed call writes nothing, `residual` included).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -272,7 +272,11 @@ def choose(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: in
     found = _whole_warp(nv, vec) or _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
         _cluster(nv, vec, clusters, _ahead(n, itemsize, inputs, f32_ahead), early) or \
         _cta(nv, vec, MAX_CTA)
-    return found or _split(nv, vec, clusters)
+    plan = found or _split(nv, vec, clusters)
+    if nv * vec != n:  # rows with edges: the strategies count the whole vectors
+        return Plan(plan.geometry, plan.reason.replace(f"a row of {nv * vec} ",
+                                                       f"a row of {n} ", 1))
+    return plan
 
 
 @dataclass(frozen=True)
@@ -345,13 +349,79 @@ def largest_cluster(device: int) -> int:
 
 
 def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: int = 1,
-             early: int = 0, f32_ahead: bool = False) -> Plan:
+             early: int = 0, f32_ahead: bool = False, wide: int = 0) -> Plan:
+    """The plan of m rows of n elements accessed `vec` at a time, or `wide` at a time with
+    edges (with_edges)."""
     if _forced:
-        return _forced[0].plan(m, n, vec)
-    return choose(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs,
-                  early=early, f32_ahead=f32_ahead)
+        forced = _forced[0]
+        return with_edges(lambda width: forced.plan(m, n, width), n, vec, wide, planned=False)
+    return with_edges(
+        lambda width: choose(m, n, width, largest_cluster(device), itemsize=itemsize,
+                             inputs=inputs, early=early, f32_ahead=f32_ahead), n, vec, wide)
 
 
+EDGES = ("softmax",)
+"""The families whose rows may take edges (Geometry.edges): softmax and log_softmax, whose
+parts are the row's alone (a weight's parts would not move with each row's alignment)."""
+EDGE_STRATEGIES = ("cta", "cluster")
+"""The strategies of a whole row a CTA or cluster, whose rows may take edges (a CTA of
+several rows holds them in one tile, which one alignment would have to serve)."""
+
+
+EDGE_CTA_SHARE = 2
+"""A CTA's row of 16-bit elements with edges takes 1/EDGE_CTA_SHARE of the threads `choose`
+gives the row (each thread twice the parts), not fewer than EDGE_CTA_MIN: its head and
+tail cost every thread about what more parts would. Measured on an H200 (softmax bf16, 2^28
+bytes, the geometries interleaved with torch beside): rows of 1025 at 128 threads 2.81
+TB/s, at 64 3.57 (without edges 3.41, rows of 1024 3.80); 2049 at 64 threads 4.02, at 32
+4.11 (4.19); 4097 at 128 4.00, at 64 4.15 (4.10). f32 rows ran alike either way (1025:
+4.22 and 4.19, 2049: 4.17 and 4.14)."""
+EDGE_CTA_MIN = 64
+
+
+def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
+               planned: bool = True) -> Plan:
+    """The plan `pick` makes at `wide` elements an access, with edges, where there is a
+    wider access than `vec` (rows of odd length or at odd offsets take vec = 1) and its
+    strategy holds a whole row a CTA or cluster (a `planned` CTA's 16-bit row then takes
+    EDGE_CTA_SHARE's share of the threads); else at `vec`."""
+    if wide <= vec:
+        return pick(vec)
+    plan = pick(wide)
+    g = plan.geometry
+    if g.strategy not in EDGE_STRATEGIES:
+        return pick(vec)
+    reason = plan.reason
+    if planned and g.strategy == "cta" and wide == ACCESS_BYTES // 2 and \
+            g.lanes // EDGE_CTA_SHARE >= EDGE_CTA_MIN:
+        g = replace(g, lanes=g.lanes // EDGE_CTA_SHARE)
+        reason = (f"a row of {n} fits one CTA of {g.threads} threads holding "
+                  f"{g.row_parts(n) * wide} elements each (a row with edges: half the "
+                  "threads of an aligned one); reductions across its warps through shared "
+                  "memory (one barrier each)")
+    return Plan(replace(g, edges=True), f"{reason}; each row is read as its {wide}-element "
+                "vectors that start aligned, and the elements before and after them apart "
+                "(its start is not aligned)")
+
+
+def edge_width(family: str, n: int, arrays: Sequence[Array]) -> int:
+    """The access width of edges for rows of n elements of `arrays` (x, y: [M, N] views;
+    0 where they cannot take them): 16 bytes, where the family may (EDGES) and every row
+    of every array starts at the same offset modulo that width, so that one row's head is
+    as long in all of them."""
+    if family not in EDGES:
+        return 0
+    width = ACCESS_BYTES // arrays[0].itemsize
+    first = arrays[0]
+    for a in arrays:
+        if (a.offset - first.offset) % width or \
+                (a.shape[0] > 1 and (a.strides[0] - first.strides[0]) % width):
+            return 0
+    return width
+
+
+FAMILIES = {"log_softmax": "softmax"}
+"""The kernel family (programs.KERNELS) of each op whose name is not its family's."""
 ROW_INPUTS = ("x", "r")
 """The arrays whose rows a row op reads (x; the fused add's residual r too)."""
 
@@ -374,9 +444,13 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
     m = math.prod(shape[:-1])
     if not m * n:
         return f"{op} {dtype} {m}x{n}: an empty input: nothing is launched"
-    plan = choose(m, n, vector_width(n, dtype, []), clusters, itemsize=DTYPES[dtype].bytes,
-                  inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
-                  f32_ahead=op in F32_AHEAD)
+    family = FAMILIES.get(op, op)
+    plan = with_edges(
+        lambda vec: choose(m, n, vec, clusters, itemsize=DTYPES[dtype].bytes,
+                           inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
+                           f32_ahead=op in F32_AHEAD),
+        n, vector_width(n, dtype, []),
+        ACCESS_BYTES // DTYPES[dtype].bytes if family in EDGES else 0)
     return f"{op} {dtype} {m}x{n}: {plan.geometry.strategy}: {plan.reason}"
 
 
@@ -567,7 +641,8 @@ def run(b: Builder, call: RowCall) -> Plan:
     plan = plan_for(call.m, call.n, vector_of(call.n, rows), b.device,
                     itemsize=read[0].itemsize, inputs=len(read),
                     early=EARLY_PARTS.get(call.family, 0) if weighted else 0,
-                    f32_ahead=call.family in F32_AHEAD)
+                    f32_ahead=call.family in F32_AHEAD,
+                    wide=edge_width(call.family, call.n, rows))
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":

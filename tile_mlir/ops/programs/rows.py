@@ -111,7 +111,10 @@ class Geometry:
     is prefetched into L2 as a row is loaded (0: none; ops/rows.py's AHEAD_BYTES,
     LONG_AHEAD_BYTES and F32_AHEAD);
     `early`: parts of the weight (and bias) read into registers right after the row,
-    before the reductions (0: each read where the apply phase uses it)."""
+    before the reductions (0: each read where the apply phase uses it); `edges`: a row
+    (one a CTA or cluster) is read as its `vec`-aligned whole vectors, the parts, and the
+    elements before and after them, two parts more (the head and the tail: Rows), so that
+    a row that starts unaligned (of odd length, at an odd offset) keeps 16-byte accesses."""
 
     strategy: str
     vec: int
@@ -122,6 +125,7 @@ class Geometry:
     chunks: int = 1
     ahead: int = 0
     early: int = 0
+    edges: bool = False
 
     @staticmethod
     def of(value: Any) -> Geometry:
@@ -130,7 +134,7 @@ class Geometry:
 
     def constexpr(self) -> tuple[Any, ...]:
         return (self.strategy, self.vec, self.lanes, self.rows, self.ctas, self.parts,
-                self.chunks, self.ahead, self.early)
+                self.chunks, self.ahead, self.early, self.edges)
 
     @property
     def threads(self) -> int:
@@ -138,9 +142,15 @@ class Geometry:
         return self.lanes * self.rows // self.ctas
 
     def row_parts(self, n: int) -> int:
-        """Parts per chunk of a row of n elements (never one past the row's end)."""
+        """Parts per chunk of a row of n elements (never one past the row's end), the
+        head and the tail of `edges` not counted."""
         need = -(-(n // self.vec) // self.lanes)
         return min(self.parts, need) if self.parts else need
+
+    def tiles(self, n: int) -> int:
+        """Register tiles a thread holds of a row of n elements: its parts, and the head
+        and the tail of `edges`."""
+        return self.row_parts(n) + (2 if self.edges else 0)
 
     def grid(self, m: int) -> int:
         """CTAs for m rows."""
@@ -207,8 +217,8 @@ class Rows:
     def __init__(self, g: Geometry, n: int):
         self.g, self.n = g, n
         self.scope = tl.cluster if g.ctas > 1 else tl.cta
-        self.nv = n // g.vec  # vectors per row
-        self.parts = g.row_parts(n)
+        self.nv = n // g.vec  # vectors per row (at most, with edges)
+        self.parts = g.tiles(n)
         block = tl.block_id()
         self.row: Any = block  # an Index, or a slice of rows (strategy "warp")
         self.first: Any = 0  # the chunk's first vector in the row
@@ -281,6 +291,10 @@ class Rows:
 
     def _make_views(self, t: tl.Tensor) -> list[tl.Tensor]:
         g = self.g
+        if g.edges:
+            assert not self.multi and isinstance(self.first, int), "a whole row a CTA"
+            head, body, tail = t[self.row].aligned(g.vec)
+            return [*self._parts(body), head, tail]
         if self.multi:
             rows = t[self.row]
             whole = rows.reshape((rows.shape[0], self.nv, g.vec))
@@ -291,14 +305,14 @@ class Rows:
         """A row's [N / V, V] view cut into parts: a chunk's of it (static when the
         chunks divide the row, so that the parts are static subviews of one view)."""
         g = self.g
-        span = self.parts * g.lanes
+        span = g.row_parts(self.n) * g.lanes
         if isinstance(self.first, int):
             chunk = whole
         elif self.nv % span == 0:
             chunk = whole[tl.ds(self.first, span)]
         else:
             chunk = whole[self.first:self.first + span]  # the last chunk is short
-        return [chunk[k * g.lanes:(k + 1) * g.lanes] for k in range(self.parts)]
+        return [chunk[k * g.lanes:(k + 1) * g.lanes] for k in range(g.row_parts(self.n))]
 
     def vector_views(self, w: tl.Tensor) -> list[tl.Tensor]:
         """The part views of an [N] tensor (a weight), broadcast over the rows."""
@@ -315,6 +329,7 @@ class Rows:
         if w is None:
             return [None] * self.parts
         assert not (self.g.early and self.multi), "early parts: a row per CTA or cluster"
+        assert not self.g.edges, "a weight's parts do not shift with the row's alignment"
         views = self.vector_views(w)
         early = min(self.g.early, self.parts)
         held = [self.tile(w.dtype) for _ in range(early)]
@@ -340,6 +355,7 @@ class Rows:
     def valid(self, k: int) -> Any:
         """Elements of part k that lie in the row (an int, or an i64 scalar for a chunk)."""
         g = self.g
+        assert not g.edges, "with edges a part's elements in the row are known at run time"
         start = k * g.lanes * g.vec
         if not isinstance(self.first, int):
             left = self.n - (self.first * g.vec + start)
