@@ -3,7 +3,9 @@ and torch.compile, TB/s of essential traffic (bench/harness.py times and reports
 
 Cases: softmax, log_softmax, rms_norm, fused add + rms_norm and layer_norm over the
 last dim of an [M, N] input, bf16 and f32, N in 1024, 4096, 16384, 65536, 262144 with
-M * N * itemsize = 128 MiB. tile-mlir: ops.softmax(x, dim=-1), ops.log_softmax(x,
+M * N * itemsize = 128 MiB; and softmax and log_softmax over rows of odd length
+(ODD_ROWS: 1025 to 50257, GPT-2's vocabulary), each row at another alignment, M * N *
+itemsize just under 128 MiB. tile-mlir: ops.softmax(x, dim=-1), ops.log_softmax(x,
 dim=-1), ops.rms_norm(x, (N,), weight, eps), ops.fused_add_rms_norm(x, residual,
 weight, eps), ops.layer_norm(x, (N,), weight, bias, eps), "n/a: not in this build"
 while the library lacks one. torch eager: torch.softmax, torch.log_softmax,
@@ -37,11 +39,13 @@ ROWS = (1024, 4096, 16384, 65536, 262144)
 TOTAL_BYTES = 128 << 20
 EPS = {"rms_norm": 1e-6, "fused_add_rms_norm": 1e-6, "layer_norm": 1e-5}
 QUICK_ROWS = (4096, 65536)
+ODD_ROWS = (1025, 4097, 8191, 32001, 50257)
+ODD_OPS = ("softmax", "log_softmax")
 
 
-def traffic(op: str, n: int, dtype: str) -> int:
+def traffic(op: str, m: int, n: int, dtype: str) -> int:
     size = harness.ITEMSIZE[dtype]
-    body = {"fused_add_rms_norm": 4}.get(op, 2) * TOTAL_BYTES
+    body = {"fused_add_rms_norm": 4}.get(op, 2) * m * n * size
     params = {"rms_norm": 1, "fused_add_rms_norm": 1, "layer_norm": 2}.get(op, 0)
     return body + params * n * size
 
@@ -49,15 +53,18 @@ def traffic(op: str, n: int, dtype: str) -> int:
 def case(op: str, dtype: str, n: int) -> Case:
     m = TOTAL_BYTES // (n * harness.ITEMSIZE[dtype])
     gaps = {} if harness.library_has(op) else {"tile-mlir": "not in this build"}
-    return Case(f"{op} {dtype} {m}x{n}", traffic(op, n, dtype),
+    return Case(f"{op} {dtype} {m}x{n}", traffic(op, m, n, dtype),
                 lambda: build(op, dtype, (m, n)),
                 "in place" if op == "fused_add_rms_norm" else "fresh",
-                {"op": op, "dtype": dtype, "shape": [m, n], "row": n}, gaps)
+                {"op": op, "dtype": dtype, "shape": [m, n], "row": n, "odd": n % 2 == 1},
+                gaps)
 
 
 def plan(quick: bool) -> list[Case]:
     rows = QUICK_ROWS if quick else ROWS
-    return [case(op, dtype, n) for op in OPS for dtype in DTYPES for n in rows]
+    odd = () if quick else ODD_ROWS
+    return [case(op, dtype, n) for op in OPS for dtype in DTYPES
+            for n in (*rows, *(odd if op in ODD_OPS else ()))]
 
 
 # ------------------------------------------------------------------ on the GPU
@@ -153,18 +160,21 @@ def plot_rows(bench: Benchmark, results: list[CaseResult], stem: Path, device: s
 
     ops = [op for op in OPS if any(r.params.get("op") == op for r in results)]
     fig, axes = plt.subplots(len(ops), 1, figsize=(7, 2.8 * len(ops)), squeeze=False)
-    styles = {"bf16": "-", "f32": "--"}
+    styles = {("bf16", False): "-", ("f32", False): "--", ("bf16", True): ":",
+              ("f32", True): "-."}
     for ax, op in zip(axes[:, 0], ops, strict=True):
         for index, system in enumerate(bench.systems):
-            for dtype, style in styles.items():
+            for (dtype, odd), style in styles.items():
                 rows = sorted((r for r in results if r.params.get("op") == op
-                               and r.params.get("dtype") == dtype), key=lambda r: r.params["row"])
+                               and r.params.get("dtype") == dtype
+                               and bool(r.params.get("odd")) == odd),
+                              key=lambda r: r.params["row"])
                 points = [(r.params["row"], r.tbps(system.key)) for r in rows]
                 xs = [x for x, y in points if y is not None]
                 ys = [y for _, y in points if y is not None]
                 if xs:
                     ax.plot(xs, ys, style, color=f"C{index}", marker="o", markersize=3,
-                            label=f"{system.label} {dtype}")
+                            label=f"{system.label} {dtype}{' odd N' if odd else ''}")
         ax.set_xscale("log", base=2)
         ax.set_title(f"{op} on {device}", fontsize=9)
         ax.set_xlabel("row length N")
@@ -177,7 +187,8 @@ def plot_rows(bench: Benchmark, results: list[CaseResult], stem: Path, device: s
 
 
 BENCH = Benchmark("fused", "Row-wise fused ops: softmax, log_softmax and the norms",
-                  notes=("rows of N elements, M * N * itemsize = 128 MiB",
+                  notes=("rows of N elements, M * N * itemsize = 128 MiB (just under "
+                         "for rows of odd length)",
                          "fused_add_rms_norm (vLLM's semantics) is in place for every system, "
                          "each on its own copy of x and residual"),
                   extra_plot=plot_rows)
