@@ -46,11 +46,13 @@
 //                         dst static and at least as large as src in every dim
 //
 // A discardable attribute on an upstream op:
-//   tile.piece = "<name>" on memref.reinterpret_cast: the view is one piece of a split of
+//   tile.piece = "<piece>:<split>"
+//                         on memref.reinterpret_cast: the view is one piece of a split of
 //                         its source into pieces that never overlap (tile_mlir.lang's
-//                         aligned(): "head", "body", "tail"); tile-barriers puts no
-//                         barrier between touches of two pieces of one source. A promise
-//                         the IR makes, as a noalias argument is: nothing checks it.
+//                         aligned(V): "head:V", "body:V", "tail:V"); tile-barriers puts
+//                         no barrier between touches of two pieces of one split of one
+//                         source. A promise the IR makes, as a noalias argument is:
+//                         nothing checks it.
 irdl.dialect @tile {
   // A TileLayout in the notation of the seeds, e.g.
   //   #tile.layout<"S[(32, 8):(1@laneid, 1)]">

@@ -39,9 +39,10 @@ passed for it (Triton's tt.divisibility). Strides passed so let the lowering pro
 vector accesses aligned."""
 
 PIECE = "tile.piece"
-"""Attribute on a memref.reinterpret_cast: the view is one piece (a string naming it) of a
-split of its source into pieces that never overlap (tile_mlir.lang's aligned(): "head",
-"body" and "tail"). The barrier analysis (lowering/support/sync.py) relies on it."""
+"""Attribute on a memref.reinterpret_cast: the view is one piece of a split of its source
+into pieces that never overlap, a string "<piece>:<split>" (tile_mlir.lang's aligned(V):
+"head:V", "body:V" and "tail:V"; a split at another V cuts elsewhere). The barrier
+analysis (lowering/support/sync.py) relies on it."""
 
 DIVISIBILITY_CAP = 32
 """The most divisibility an argument is described with: the widest vector is 32 bytes."""

@@ -232,8 +232,8 @@ gpu.module @m {
 // CHECK: gpu.return
 gpu.module @m {
   gpu.func @pieces(%x: memref<1030xf32>, %h: index, %k: index, %t: index) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
-    %head = memref.reinterpret_cast %x to offset: [1], sizes: [%h, 1], strides: [1, 1] {tile.piece = "head"} : memref<1030xf32> to memref<?x1xf32, strided<[1, 1], offset: 1>>
-    %body = memref.reinterpret_cast %x to offset: [4], sizes: [%k, 4], strides: [4, 1] {tile.piece = "body"} : memref<1030xf32> to memref<?x4xf32, strided<[4, 1], offset: 4>>
+    %head = memref.reinterpret_cast %x to offset: [1], sizes: [%h, 1], strides: [1, 1] {tile.piece = "head:4"} : memref<1030xf32> to memref<?x1xf32, strided<[1, 1], offset: 1>>
+    %body = memref.reinterpret_cast %x to offset: [4], sizes: [%k, 4], strides: [4, 1] {tile.piece = "body:4"} : memref<1030xf32> to memref<?x4xf32, strided<[4, 1], offset: 4>>
     %a = "tile.alloc"() {layout = #tile.layout<"S[(32, 4):(1@tid, 1)]">} : () -> memref<32x4xf32, #gpu.address_space<private>>
     %b = "tile.alloc"() {layout = #tile.layout<"S[(32, 4):(1@tid, 1)]">} : () -> memref<32x4xf32, #gpu.address_space<private>>
     "tile.copy"(%a, %body) {scope = "cta"} : (memref<32x4xf32, #gpu.address_space<private>>, memref<?x4xf32, strided<[4, 1], offset: 4>>) -> ()
@@ -244,8 +244,12 @@ gpu.module @m {
 
 // -----
 
-// The same views without the marks (or two marked alike) may overlap: a barrier.
+// The same views without the marks, two marked alike, or pieces of two splits (at 8 and
+// at 4 elements: they cut the row elsewhere) may overlap: a barrier each.
 // CHECK-LABEL: gpu.func @unmarked
+// CHECK: "tile.copy"
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: "tile.copy"
 // CHECK: "tile.copy"
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: "tile.copy"
@@ -256,14 +260,17 @@ gpu.module @m {
   gpu.func @unmarked(%x: memref<1030xf32>, %h: index, %k: index) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
     %head = memref.reinterpret_cast %x to offset: [1], sizes: [%h, 1], strides: [1, 1] : memref<1030xf32> to memref<?x1xf32, strided<[1, 1], offset: 1>>
     %body = memref.reinterpret_cast %x to offset: [4], sizes: [%k, 4], strides: [4, 1] : memref<1030xf32> to memref<?x4xf32, strided<[4, 1], offset: 4>>
-    %twin = memref.reinterpret_cast %x to offset: [1], sizes: [%h, 1], strides: [1, 1] {tile.piece = "body"} : memref<1030xf32> to memref<?x1xf32, strided<[1, 1], offset: 1>>
-    %marked = memref.reinterpret_cast %x to offset: [4], sizes: [%k, 4], strides: [4, 1] {tile.piece = "body"} : memref<1030xf32> to memref<?x4xf32, strided<[4, 1], offset: 4>>
+    %twin = memref.reinterpret_cast %x to offset: [1], sizes: [%h, 1], strides: [1, 1] {tile.piece = "body:4"} : memref<1030xf32> to memref<?x1xf32, strided<[1, 1], offset: 1>>
+    %marked = memref.reinterpret_cast %x to offset: [4], sizes: [%k, 4], strides: [4, 1] {tile.piece = "body:4"} : memref<1030xf32> to memref<?x4xf32, strided<[4, 1], offset: 4>>
     %a = "tile.alloc"() {layout = #tile.layout<"S[(32, 4):(1@tid, 1)]">} : () -> memref<32x4xf32, #gpu.address_space<private>>
     %b = "tile.alloc"() {layout = #tile.layout<"S[(32, 4):(1@tid, 1)]">} : () -> memref<32x4xf32, #gpu.address_space<private>>
     "tile.copy"(%a, %body) {scope = "cta"} : (memref<32x4xf32, #gpu.address_space<private>>, memref<?x4xf32, strided<[4, 1], offset: 4>>) -> ()
     "tile.copy"(%head, %b) {scope = "cta"} : (memref<?x1xf32, strided<[1, 1], offset: 1>>, memref<32x4xf32, #gpu.address_space<private>>) -> ()
     "tile.copy"(%a, %marked) {scope = "cta"} : (memref<32x4xf32, #gpu.address_space<private>>, memref<?x4xf32, strided<[4, 1], offset: 4>>) -> ()
     "tile.copy"(%twin, %b) {scope = "cta"} : (memref<?x1xf32, strided<[1, 1], offset: 1>>, memref<32x4xf32, #gpu.address_space<private>>) -> ()
+    %other = memref.reinterpret_cast %x to offset: [1], sizes: [%h, 1], strides: [1, 1] {tile.piece = "head:8"} : memref<1030xf32> to memref<?x1xf32, strided<[1, 1], offset: 1>>
+    "tile.copy"(%a, %marked) {scope = "cta"} : (memref<32x4xf32, #gpu.address_space<private>>, memref<?x4xf32, strided<[4, 1], offset: 4>>) -> ()
+    "tile.copy"(%other, %b) {scope = "cta"} : (memref<?x1xf32, strided<[1, 1], offset: 1>>, memref<32x4xf32, #gpu.address_space<private>>) -> ()
     gpu.return
   }
 }

@@ -425,15 +425,15 @@ def aligned(t: Tensor, vec: int) -> tuple[Tensor, Tensor, Tensor]:
     head_end = builder.index_op("min", start, end, False)
     tail_start = builder.index_op("max", start + count * vec, head_end, False)
     tail = builder.index_op("max", end - tail_start, 0, False)
-    body = _recast(t, "body", start, [count, vec], [vec, 1])
-    return (_recast(t, "head", offset, [head_end - offset, 1], [1, 1]), body,
-            _recast(t, "tail", tail_start, [tail, 1], [1, 1]))
+    body = _recast(t, f"body:{vec}", start, [count, vec], [vec, 1])
+    return (_recast(t, f"head:{vec}", offset, [head_end - offset, 1], [1, 1]), body,
+            _recast(t, f"tail:{vec}", tail_start, [tail, 1], [1, 1]))
 
 
 def _recast(t: Tensor, piece: str, offset: Index, sizes: list[IndexLike],
             strides: list[int]) -> Tensor:
-    """Piece `piece` of t's memory: re-viewed at an element offset from its base, with
-    sizes and strides."""
+    """Piece `piece` (PIECE's "<piece>:<split>") of t's memory: re-viewed at an element
+    offset from its base, with sizes and strides."""
     type_ = ir.MemRefType(t.value.type)
     result = ir.MemRefType.get([_static(s) for s in sizes], type_.element_type,
                                _layout(strides, STRIDE), type_.memory_space)

@@ -377,6 +377,8 @@ TB/s, at 64 3.57 (without edges 3.41, rows of 1024 3.80); 2049 at 64 threads 4.0
 4.11 (4.19); 4097 at 128 4.00, at 64 4.15 (4.10). f32 rows ran alike either way (1025:
 4.22 and 4.19, 2049: 4.17 and 4.14)."""
 EDGE_CTA_MIN = 64
+"""The planner's smallest CTA of a row (`_cta`, `_whole_warp`): rows of 2049 stay at 64
+threads (32 measured 2% faster once, on that one length: not taken)."""
 
 
 def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,

@@ -13,8 +13,8 @@ cluster barrier's wait) already in the block counts. Register buffers are privat
 their threads and never need one. Around a loop's back edge, two touches of one
 iteration's own slice (a subview taken in the body at the induction variable,
 one element thick there: the tiles of a row, one per iteration) never meet.
-Two touches never meet either where they lie in different pieces of one split (a
-reinterpret_cast marked PIECE, such as tile_mlir.lang's aligned() makes), or in subviews
+Two touches never meet either where they lie in different pieces of one split of one
+source (reinterpret_casts marked PIECE, as tile_mlir.lang's aligned() makes), or in subviews
 of one view that are disjoint along some dim (the parts of a row, one op each; two rows
 of a tensor), or where they are the very same view and each op's thread for an element
 is the one holding it in the same register layout, held once (a row read into
@@ -74,7 +74,7 @@ class _Touch:
     view: ir.Value | None = None  # the operand itself
     windows: tuple[Window, ...] = ()  # the subviews it lies in, innermost first
     owners: str = ""  # the register layout whose holder of an element touches it ("": none)
-    piece: tuple[ir.Value, str] | None = None  # (source, piece) of a split it lies in
+    piece: tuple[ir.Value, str, str] | None = None  # (source, split, piece) it lies in
 
 
 def _iteration_slice(value: ir.Value, block: ir.Block) -> tuple[ir.Value, int] | None:
@@ -198,15 +198,17 @@ def _windows(value: ir.Value, bound: tuple[int, ...] | None = None) -> tuple[Win
     return tuple(_window(op, bound if not k else None) for k, op in enumerate(_subviews(value)))
 
 
-def _piece(value: ir.Value) -> tuple[ir.Value, str] | None:
-    """(source, piece) where the view lies inside (through CONTAINED views) a piece of a
-    split: two touches in different pieces of one source never meet."""
+def _piece(value: ir.Value) -> tuple[ir.Value, str, str] | None:
+    """(source, split, piece) where the view lies inside (through CONTAINED views) a piece
+    of a split (PIECE: "<piece>:<split>"): touches in different pieces of one split of one
+    source never meet."""
     for _ in range(64):
         op = defining_op(value)
         if op is None:
             return None
         if op.name == "memref.reinterpret_cast" and PIECE in op.attributes:
-            return op.operands[0], ir.StringAttr(op.attributes[PIECE]).value
+            piece, _, split = ir.StringAttr(op.attributes[PIECE]).value.partition(":")
+            return op.operands[0], split, piece
         if op.name not in CONTAINED:
             return None
         value = op.operands[0]
@@ -265,9 +267,9 @@ def _apart(a: tuple[Window, ...], b: tuple[Window, ...]) -> bool:
 
 
 def _split_apart(a: _Touch, b: _Touch) -> bool:
-    """Do two touches lie in different pieces of one split (PIECE)?"""
-    return a.piece is not None and b.piece is not None and a.piece[0] == b.piece[0] and \
-        a.piece[1] != b.piece[1]
+    """Do two touches lie in different pieces of one split of one source (PIECE)?"""
+    return a.piece is not None and b.piece is not None and a.piece[:2] == b.piece[:2] and \
+        a.piece[2] != b.piece[2]
 
 
 def _disjoint(a: tuple[Span | None, ...], b: tuple[Span | None, ...]) -> bool:
