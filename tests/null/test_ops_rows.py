@@ -154,17 +154,18 @@ def test_rows_that_start_unaligned_take_edges_where_every_array_agrees() -> None
     rows start at the same alignment, one row a CTA or cluster; otherwise, and for the
     norms (whose weight's parts would have to move with each row), as before."""
     odd, out = _described((64, 1025), (1025, 1)), _described((64, 1025), (1025, 1))
-    assert rows.edge_width("softmax", 1025, [odd, out]) == 8
-    assert rows.edge_width("rms_norm", 1025, [odd, out]) == 0
+    assert rows.edge_width("softmax", 2, [odd, out]) == 8
+    assert rows.edge_width("rms_norm", 2, [odd, out]) == 0
+    assert rows.edge_width("softmax", 4) == 4  # one contiguous array (explain)
     shifted = _described((64, 1025), (1025, 1), offset=1)  # x[1:]: one element on
-    assert rows.edge_width("softmax", 1025, [shifted, out]) == 0
-    assert rows.edge_width("softmax", 1025, [shifted, _described((64, 1025), (1025, 1), 9)]) \
+    assert rows.edge_width("softmax", 2, [shifted, out]) == 0
+    assert rows.edge_width("softmax", 2, [shifted, _described((64, 1025), (1025, 1), 9)]) \
         == 8  # 9 elements on: the same alignment
     strided = _described((64, 1025), (1032, 1))  # a row stride of 1032: rows aligned alike
-    assert rows.edge_width("softmax", 1025, [strided, out]) == 0
+    assert rows.edge_width("softmax", 2, [strided, out]) == 0
     one_row = _described((1, 1025), (1032, 1))
-    assert rows.edge_width("softmax", 1025, [one_row, _described((1, 1025), (1025, 1))]) == 8
-    assert rows.edge_width("softmax", 1025, [strided, _described((64, 1025), (1040, 1))]) == 8
+    assert rows.edge_width("softmax", 2, [one_row, _described((1, 1025), (1025, 1))]) == 8
+    assert rows.edge_width("softmax", 2, [strided, _described((64, 1025), (1040, 1))]) == 8
 
     def plan(m: int, n: int, dtype: str) -> Any:
         size = DTYPES[dtype].bytes
@@ -431,7 +432,7 @@ def test_rows_with_edges_on_the_pretend_device(device: Device, rng: np.random.Ge
         target = device.array(poison, dtype)
         out = target.view((6, 601), (700, 1), 3)
         plan = rows.plan_for(6, 601, rows.vector_of(601, [x.ref(), out.ref()]), 0,
-                             itemsize=size, wide=rows.edge_width("softmax", 601,
+                             itemsize=size, wide=rows.edge_width("softmax", size,
                                                                  [x.ref(), out.ref()]))
         assert plan.geometry.edges, plan.reason
         assert fn(x, out=out) is out

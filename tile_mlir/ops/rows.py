@@ -23,6 +23,7 @@ writes (so a failed call writes nothing, `residual` included).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -406,16 +407,15 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
                 "(its start is not aligned)")
 
 
-def edge_width(family: str, n: int, arrays: Sequence[Array]) -> int:
-    """The access width of edges for rows of n elements of `arrays` (x, y: [M, N] views;
-    0 where they cannot take them): 16 bytes, where the family may (EDGES) and every row
-    of every array starts at the same offset modulo that width, so that one row's head is
-    as long in all of them."""
+def edge_width(family: str, itemsize: int, arrays: Sequence[Array] = ()) -> int:
+    """The access width of edges for rows of `itemsize`-byte elements of `arrays` (x, y:
+    [M, N] views; 0 where they cannot take them): 16 bytes, where the family may (EDGES)
+    and every row of every array starts at the same offset modulo that width, so that one
+    row's head is as long in all of them (the rows of one contiguous array always do)."""
     if family not in EDGES:
         return 0
-    width = ACCESS_BYTES // arrays[0].itemsize
-    first = arrays[0]
-    for a in arrays:
+    width = ACCESS_BYTES // itemsize
+    for first, a in itertools.pairwise(arrays):
         if (a.offset - first.offset) % width or \
                 (a.shape[0] > 1 and (a.strides[0] - first.strides[0]) % width):
             return 0
@@ -446,13 +446,11 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
     m = math.prod(shape[:-1])
     if not m * n:
         return f"{op} {dtype} {m}x{n}: an empty input: nothing is launched"
-    family = FAMILIES.get(op, op)
+    itemsize = DTYPES[dtype].bytes
     plan = with_edges(
-        lambda vec: choose(m, n, vec, clusters, itemsize=DTYPES[dtype].bytes,
-                           inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
-                           f32_ahead=op in F32_AHEAD),
-        n, vector_width(n, dtype, []),
-        ACCESS_BYTES // DTYPES[dtype].bytes if family in EDGES else 0)
+        lambda vec: choose(m, n, vec, clusters, itemsize=itemsize, inputs=inputs_of(op),
+                           early=EARLY_PARTS.get(op, 0), f32_ahead=op in F32_AHEAD),
+        n, vector_width(n, dtype, []), edge_width(FAMILIES.get(op, op), itemsize))
     return f"{op} {dtype} {m}x{n}: {plan.geometry.strategy}: {plan.reason}"
 
 
@@ -644,7 +642,7 @@ def run(b: Builder, call: RowCall) -> Plan:
                     itemsize=read[0].itemsize, inputs=len(read),
                     early=EARLY_PARTS.get(call.family, 0) if weighted else 0,
                     f32_ahead=call.family in F32_AHEAD,
-                    wide=edge_width(call.family, call.n, rows))
+                    wide=edge_width(call.family, read[0].itemsize, rows))
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":
