@@ -647,7 +647,7 @@ def test_a_call_runs_its_ops_own_tuned_choice(lean: tuple[Any, list[FakeDriver]]
     torch, _ = lean
     monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(strategy, "SHIPPED", tmp_path / "shipped")
-    monkeypatch.setattr(kernels, "chip", lambda device: "sm_90")
+    monkeypatch.setattr(kernels, "tuning_target", lambda device: "sm_90")
     seen: list[Strategy] = []
     load = kernels.load
 

@@ -234,6 +234,36 @@ def test_tuned_choices_are_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyP
     strategy._choices.cache_clear()
 
 
+def test_a_devices_choices_are_read_over_its_chips(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The package's file for a device model over its chip's; the user's over both; a
+    device of the same chip without a file of its own reads the chip's."""
+    monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(strategy, "SHIPPED", tmp_path / "shipped")
+    strategy._choices.cache_clear()
+    h200 = strategy.target("sm_90", "NVIDIA H200")
+    h100 = strategy.target("sm_90", "NVIDIA H100 80GB HBM3")
+    assert (h200, h100) == ("sm_90-nvidia-h200", "sm_90-nvidia-h100-80gb-hbm3")
+    assert strategy.chip_of(h200) == strategy.chip_of("sm_90") == "sm_90"
+    assert strategy.target("sm_90", "  ") == "sm_90"
+    chip, model, mine = Strategy(512, 16, 1, 1), Strategy(256, 8, 2, 2), Strategy(128, 16, 8, 8)
+    add, exp = strategy.key("binary_arith", "bf16", 1 << 24), strategy.key("unary_math",
+                                                                            "f32", 1 << 24)
+    strategy.save("sm_90", {add: chip, exp: chip}, {"device": "test"}, shipped=True)
+    strategy.save(h200, {add: model}, {"device": "test"}, shipped=True)
+    assert (tmp_path / "shipped" / "sm_90-nvidia-h200.json").is_file()
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, h200) == model
+    assert strategy.choose("unary_math", "f32", 1 << 24, h200) == chip  # the chip's below
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, h100) == chip
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, "sm_80-nvidia-a100") == \
+        strategy.default(1 << 24)
+    path = strategy.save(h200, {exp: mine}, {"device": "test"})
+    assert path.name == "ops-tuning-sm_90-nvidia-h200.json"
+    assert strategy.choose("unary_math", "f32", 1 << 24, h200) == mine
+    assert strategy.choose("unary_math", "f32", 1 << 24, h100) == chip  # not the H100's
+    strategy._choices.cache_clear()
+
+
 def test_the_shipped_choices_are_candidates_of_known_keys() -> None:
     """Each file under ops/tuned names real (family, dtype, size class) keys, or (op, dtype,
     size class) keys of an op of the registry, each with a strategy the autotuner tries,

@@ -18,11 +18,14 @@ from tile_mlir.ops.programs.elementwise import Strategy
 from tile_mlir.runtime import driver
 
 FAST = Strategy(threads=512, vector_bytes=16, rounds=2, stage=2)
+TARGET = "sm_90-nvidia-h100-80gb-hbm3"
+"""What the tuner fixture's device is tuned as (strategy.target)."""
 
 
 @pytest.fixture
 def tuner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Every candidate takes 10 us but FAST (5 us); the chip is sm_90; files go to tmp."""
+    """Every candidate takes 10 us but FAST (5 us); the device an H100 (TARGET); files go
+    to tmp."""
     monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(strategy, "SHIPPED", tmp_path / "shipped")
     monkeypatch.setattr(driver, "device_chip", lambda device=0: "sm_90")
@@ -47,7 +50,7 @@ def test_progress_a_line_per_key_and_a_summary(tuner: list[str]) -> None:
     assert progress[0].startswith("[1/2] binary_arith/bf16/2^24: staged 512x2 of 16 B 5.0 us")
     assert "(was staged 256x4 of 16 B, 2.00x)" in progress[0] and progress[0].endswith(" s")
     assert tuner[-1].startswith("tuned 2 keys in ") and "2 changed, 0 kept" in tuner[-1]
-    assert strategy.choose("binary_arith", "bf16", 1 << 24, "sm_90") == FAST
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, TARGET) == FAST
 
 
 def test_a_second_run_keeps_what_it_chose(tuner: list[str]) -> None:
@@ -58,11 +61,11 @@ def test_a_second_run_keeps_what_it_chose(tuner: list[str]) -> None:
 
 def test_shipped_defaults_are_read_under_the_users_choices(tuner: list[str]) -> None:
     tune.run([("exp", "f16", 1 << 20)], tuner.append, ship=True)
-    assert (strategy.SHIPPED / "sm_90.json").is_file()
-    assert strategy.choose("unary_math", "f16", 1 << 20, "sm_90") == FAST
+    assert (strategy.SHIPPED / f"{TARGET}.json").is_file()
+    assert strategy.choose("unary_math", "f16", 1 << 20, TARGET) == FAST
     mine = Strategy(threads=128, vector_bytes=16, rounds=8, stage=8)
-    strategy.save("sm_90", {"unary_math/f16/2^20": mine}, {})
-    assert strategy.choose("unary_math", "f16", 1 << 20, "sm_90") == mine
+    strategy.save(TARGET, {"unary_math/f16/2^20": mine}, {})
+    assert strategy.choose("unary_math", "f16", 1 << 20, TARGET) == mine
     assert strategy.choose("unary_math", "f16", 1 << 20, "sm_80") == strategy.default(1 << 20)
 
 
@@ -96,7 +99,7 @@ def test_a_family_key_weighs_its_sample_ops_alike(tuner: list[str],
     assert tune.sample("neg", "i32") == ("neg",)  # nor exp and sqrt i32
     tune.run([("where", "f16", 1 << 26)], tuner.append)
     assert timed == ["where", "clamp", "isnan"]
-    assert strategy.choose("special", "f16", 1 << 26, "sm_90") == FAST
+    assert strategy.choose("special", "f16", 1 << 26, TARGET) == FAST
     assert "8.0 us on where, clamp, isnan (was " in tuner[0]
     timed.clear()
     tune.run([("where", "f16", 1 << 26)], tuner.append, per_op=True)
@@ -117,22 +120,22 @@ def test_a_file_lists_the_runs_that_made_it(tuner: list[str]) -> None:
     tune.run([("add", "f32", 1 << 18)], tuner.append, ship=True, command="tune first")
     tune.run([("exp", "f32", 1 << 18), ("exp", "f32", 1 << 20)], tuner.append, ship=True,
              command="tune second")
-    meta = json.loads((strategy.SHIPPED / "sm_90.json").read_text())["meta"]
+    meta = json.loads((strategy.SHIPPED / f"{TARGET}.json").read_text())["meta"]
     assert meta["command"] == "tune second"  # saved key by key: listed once
     assert [run["command"] for run in meta["earlier"]] == ["tune first"]
 
 
 def test_a_file_that_is_not_a_tuning_file_is_read_as_none(tuner: list[str]) -> None:
-    path = strategy.tuning_file("sm_90")
+    path = strategy.tuning_file(TARGET)
     path.parent.mkdir(parents=True, exist_ok=True)
     for text in ("[1, 2]", "{\"choices\": [1], \"meta\": 3}", "not json"):
         path.write_text(text)
         strategy._choices.cache_clear()
-        assert strategy.choose("binary_arith", "f32", 1 << 16, "sm_90") == \
+        assert strategy.choose("binary_arith", "f32", 1 << 16, TARGET) == \
             strategy._read(strategy.SHIPPED / "sm_90.json").get(
                 "binary_arith/f32/2^16", strategy.default(1 << 16))
         tune.run([("add", "f32", 1 << 16)], tuner.append)  # and a run writes it anew
-        assert strategy.choose("binary_arith", "f32", 1 << 16, "sm_90") == FAST
+        assert strategy.choose("binary_arith", "f32", 1 << 16, TARGET) == FAST
         path.write_text(text)
 
 
@@ -141,38 +144,38 @@ def test_a_file_that_is_not_a_tuning_file_is_read_as_none(tuner: list[str]) -> N
 
 def test_an_ops_own_choice_is_read_before_its_familys(tuner: list[str]) -> None:
     family, own = Strategy(128, 16, 2, 2), Strategy(128, 16, 4, 4)
-    strategy.save("sm_90", {strategy.key("activation", "bf16", 1 << 24): family,
+    strategy.save(TARGET, {strategy.key("activation", "bf16", 1 << 24): family,
                             strategy.op_key("softplus", "bf16", 1 << 24): own},
                   {"device": "test"})
     assert strategy.op_key("softplus", "bf16", 1 << 25) == "op:softplus/bf16/2^24"
-    assert strategy.choose("activation", "bf16", 1 << 24, "sm_90", "softplus") == own
-    assert strategy.choose("activation", "bf16", 1 << 24, "sm_90", "silu") == family
-    assert strategy.choose("activation", "bf16", 1 << 24, "sm_90") == family
-    assert strategy.choose("activation", "f16", 1 << 24, "sm_90", "softplus") == \
+    assert strategy.choose("activation", "bf16", 1 << 24, TARGET, "softplus") == own
+    assert strategy.choose("activation", "bf16", 1 << 24, TARGET, "silu") == family
+    assert strategy.choose("activation", "bf16", 1 << 24, TARGET) == family
+    assert strategy.choose("activation", "f16", 1 << 24, TARGET, "softplus") == \
         strategy.default(1 << 24)  # another dtype: neither key
 
 
 def test_per_op_tuning_keys_each_op_against_its_familys_choice(tuner: list[str]) -> None:
     family = Strategy(128, 16, 2, 2)
-    strategy.save("sm_90", {strategy.key("activation", "bf16", 1 << 24): family},
+    strategy.save(TARGET, {strategy.key("activation", "bf16", 1 << 24): family},
                   {"device": "test"})
     outcomes = tune.run([("softplus", "bf16", 1 << 24), ("mish", "bf16", 1 << 24)],
                         tuner.append, per_op=True)
     assert [o.key for o in outcomes] == ["op:softplus/bf16/2^24", "op:mish/bf16/2^24"]
     assert all(o.before == family for o in outcomes)  # what the op ran before: the family's
-    assert strategy.choose("activation", "bf16", 1 << 24, "sm_90", "softplus") == FAST
-    assert strategy.choose("activation", "bf16", 1 << 24, "sm_90", "silu") == family
+    assert strategy.choose("activation", "bf16", 1 << 24, TARGET, "softplus") == FAST
+    assert strategy.choose("activation", "bf16", 1 << 24, TARGET, "silu") == family
 
 
 def test_an_ops_key_that_says_what_its_family_does_is_dropped(
         tuner: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    strategy.save("sm_90", {strategy.op_key("elu", "f16", 1 << 24): FAST,
+    strategy.save(TARGET, {strategy.op_key("elu", "f16", 1 << 24): FAST,
                             strategy.key("activation", "f16", 1 << 24): FAST},
                   {"device": "test"})
     tune.run([("elu", "f16", 1 << 24)], tuner.append, per_op=True)
-    saved = json.loads(strategy.tuning_file("sm_90").read_text())["choices"]
+    saved = json.loads(strategy.tuning_file(TARGET).read_text())["choices"]
     assert "op:elu/f16/2^24" not in saved and "activation/f16/2^24" in saved
-    assert strategy.choose("activation", "f16", 1 << 24, "sm_90", "elu") == FAST
+    assert strategy.choose("activation", "f16", 1 << 24, TARGET, "elu") == FAST
 
 
 def test_the_margin_is_narrow_where_calls_are_long() -> None:
@@ -210,7 +213,8 @@ def test_a_run_without_ops_covers_every_tuned_family() -> None:
     families = {row.family for row in op_table.ELEMENTWISE.values()} - {"internal", "primitive"}
     for family, op in tune.REPRESENTATIVE.items():
         assert op_table.ELEMENTWISE[op].family == family
-    shipped = {key.split("/")[0] for key in strategy._read(strategy.SHIPPED / "sm_90.json")}
+    shipped = {key.split("/")[0] for path in strategy.SHIPPED.glob("*.json")
+               for key in strategy._read(path)}
     assert {f for f in shipped if not f.startswith(strategy.OP_PREFIX)} <= \
         set(tune.REPRESENTATIVE) <= families
 
@@ -274,7 +278,7 @@ def test_a_family_key_keeps_its_earlier_choice_within_the_margin(
     numel = 1 << 16
     earlier, default = Strategy(512, 8, 1, 1), strategy.default(numel)
     assert earlier != default
-    strategy.save("sm_90", {strategy.key("binary_arith", "f32", numel): earlier},
+    strategy.save(TARGET, {strategy.key("binary_arith", "f32", numel): earlier},
                   {"device": "test"})
     times = {earlier: 4.8e-6, default: 4.9e-6}
 
@@ -285,8 +289,8 @@ def test_a_family_key_keeps_its_earlier_choice_within_the_margin(
     monkeypatch.setattr(tune, "time_candidates", seconds)
     outcome, = tune.run([("add", "f32", numel)], tuner.append)
     assert outcome.best == earlier and "(unchanged)" in tuner[0]
-    assert strategy.choose("binary_arith", "f32", numel, "sm_90") == earlier
+    assert strategy.choose("binary_arith", "f32", numel, TARGET) == earlier
     times[FAST] = 4.8e-6 / (1 + 2 * tune.MARGIN)
     outcome, = tune.run([("add", "f32", numel)], tuner.append)
     assert outcome.best == FAST
-    assert strategy.choose("binary_arith", "f32", numel, "sm_90") == FAST
+    assert strategy.choose("binary_arith", "f32", numel, TARGET) == FAST

@@ -321,8 +321,8 @@ def _launch(b: Builder, call: Call, out: Array, *, inplace: bool) -> None:
     strides = [out.strides] + [coalesce.expand_strides(a.shape, a.strides, call.shape)
                                for a in arrays[1:]]
     view = coalesce.coalesce(call.shape, strides)
-    choice = strategy.choose(call.family, call.tuned_dtype, view.numel, kernels.chip(b.device),
-                             call.op)
+    choice = strategy.choose(call.family, call.tuned_dtype, view.numel,
+                             kernels.tuning_target(b.device), call.op)
     sig = signature(call, view, arrays, choice=choice, inplace=inplace)
     program = ElementwiseProgram(sig)
     b.launch(program, (coalesce.grid(view, sig.mode, sig.piece()), 1, 1),

@@ -141,6 +141,23 @@ def chip(device: int) -> str | None:
         return None
 
 
+@cache
+def tuning_target(device: int) -> str | None:
+    """What the device's tuned strategies are looked up by (strategy.target: the chip and
+    the model, `sm_90-nvidia-h200`); None without a GPU."""
+    from tile_mlir.ops import strategy
+
+    found = chip(device)
+    if found is None:
+        return None
+    try:
+        from tile_mlir.runtime import driver
+
+        return strategy.target(found, driver.device_name(device))
+    except Exception:  # noqa: BLE001 - a device without a name: its chip's choices
+        return found
+
+
 def retry(loaded: Loaded, error: Any) -> bool:
     """After a failed launch: a context error (a thread's first launch, or another library
     switched the thread's context) makes the device's context current and says to try

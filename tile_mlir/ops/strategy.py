@@ -16,10 +16,14 @@ exp and silu, bf16 and f32: bench/sizes.py's cases), so 2 rounds reach to 2^24.
 
 The autotuner (tune.py) measures candidates per (op family, dtype, size class), or per
 (op, dtype, size class) for an op tuned on its own (`op_key`, read first), on the GPU
-and writes its choices to `ops-tuning-<chip>.json` in the kernel cache's directory,
-which `choose` reads first; then the choices shipped with the package for the chip
-(ops/tuned/<chip>.json, written by `python -m tile_mlir.ops.tune --ship` on the
-project's machines); then the default. sm_90.json ships an H100's choices: at the 2^16,
+and writes its choices to `ops-tuning-<target>.json` in the kernel cache's directory;
+a target (`target`) names the chip and the device model, `sm_90-nvidia-h200`: two
+devices of one chip differ in what suits them (an H200 moves 4.2-4.8 TB/s where an
+H100 moves 3.0-3.35, so more bytes are in flight a thread). `choose` reads the user's
+file for the target first; then the package's for the target (ops/tuned/<target>.json,
+written by `python -m tile_mlir.ops.tune --ship` on the project's machines); then the
+package's for the chip (ops/tuned/<chip>.json, a base for every device of the chip);
+then the default. sm_90.json ships an H100's choices: at the 2^16,
 2^18, 2^20, 2^22, 2^24 and 2^26 classes for every family in every dtype its
 representative op takes (timed on the representative and tune.SAMPLES), and at 2^24 and
 2^26 bool's binary_arith and the integers' unary_math too (on maximum and neg, before
@@ -30,12 +34,14 @@ whose cost is not their family's (gelu and gelu_tanh_and_mul in bf16 and f16, so
 in bf16, mish in f16; isnan, which of an integer or bool is a store of zeros; at the
 2^26 class the representatives' own in f32, bf16 and f16 and the heavier f32 ops':
 sigmoid, tanh, erf, sin, cos, log1p, expm1, pow); its meta lists the runs that made it,
-each timed as the benchmarks time; an H200 shares the chip name and so the file.
+each timed as the benchmarks time. sm_90-nvidia-h200.json ships an H200's choices where
+they are its own (its meta lists the runs).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from functools import cache
@@ -87,10 +93,28 @@ def default(numel: int) -> Strategy:
     return Strategy(threads=128, vector_bytes=16, rounds=1, stage=1)
 
 
-def tuning_file(chip: str) -> Path:
+def target(chip: str, device_name: str) -> str:
+    """What tuned choices are made for: the chip and the device model's name as a slug,
+    `sm_90-nvidia-h200` for an NVIDIA H200."""
+    model = re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
+    return f"{chip}-{model}" if model else chip
+
+
+def chip_of(target: str) -> str:
+    """The chip of a target (`sm_90` of `sm_90-nvidia-h200`, and of `sm_90`)."""
+    return target.split("-", 1)[0]
+
+
+def tuning_file(target: str) -> Path:
+    """The user's tuned choices for the target (tune.py writes them)."""
     from tile_mlir.runtime import cache
 
-    return cache.directory() / f"ops-tuning-{chip}.json"
+    return cache.directory() / f"ops-tuning-{target}.json"
+
+
+def shipped_file(target: str) -> Path:
+    """The package's tuned choices for a target or a chip."""
+    return SHIPPED / f"{target}.json"
 
 
 def key(family: str, dtype: str, numel: int) -> str:
@@ -109,7 +133,8 @@ def op_key(op: str, dtype: str, numel: int) -> str:
 
 
 SHIPPED = Path(__file__).resolve().parent / "tuned"
-"""The choices shipped with the package, one file per chip (tuned/<chip>.json)."""
+"""The choices shipped with the package: one file per chip (tuned/<chip>.json) and one
+per device model whose choices differ from its chip's (tuned/<target>.json)."""
 
 
 def _read(path: Path) -> dict[str, Strategy]:
@@ -125,9 +150,12 @@ def _read(path: Path) -> dict[str, Strategy]:
 
 
 @cache
-def _choices(chip: str) -> dict[str, Strategy]:
-    """The user's tuned choices for the chip, over the shipped ones."""
-    return {**_read(SHIPPED / f"{chip}.json"), **_read(tuning_file(chip))}
+def _choices(target: str) -> dict[str, Strategy]:
+    """The user's tuned choices for the target, over the package's for the target, over
+    the package's for its chip."""
+    chip = chip_of(target)
+    layers = [shipped_file(chip)] + ([shipped_file(target)] if target != chip else [])
+    return {k: v for path in [*layers, tuning_file(target)] for k, v in _read(path).items()}
 
 
 _forced: list[Strategy] = []
@@ -140,14 +168,14 @@ def force(choice: Strategy | None) -> None:
         listener()
 
 
-def choose(family: str, dtype: str, numel: int, chip: str | None, op: str | None = None
-           ) -> Strategy:
-    """The forced strategy, else the tuned one for the op itself (`op_key`), else for its
-    family, dtype and size, else the default."""
+def choose(family: str, dtype: str, numel: int, target: str | None,
+           op: str | None = None) -> Strategy:
+    """The forced strategy, else the tuned one (for `target`: `target()`'s, or a chip) for
+    the op itself (`op_key`), else for its family, dtype and size, else the default."""
     if _forced:
         return _forced[0]
-    if chip is not None:
-        choices = _choices(chip)
+    if target is not None:
+        choices = _choices(target)
         tuned = choices.get(op_key(op, dtype, numel)) if op is not None else None
         tuned = tuned or choices.get(key(family, dtype, numel))
         if tuned is not None:
@@ -168,13 +196,13 @@ def _earlier(path: Path, meta: dict[str, Any]) -> list[dict[str, Any]]:
     return runs
 
 
-def save(chip: str, choices: dict[str, Strategy], meta: dict[str, Any],
+def save(target: str, choices: dict[str, Strategy], meta: dict[str, Any],
          shipped: bool = False, dropped: Sequence[str] = ()) -> Path:
-    """Write (merge into) the user's tuning file, or with `shipped` the package's file for
-    the chip, atomically, the keys `dropped` left out; returns its path. `meta` (device,
-    command, date) becomes the file's; the earlier runs' commands and dates stay listed
-    under "earlier"."""
-    path = SHIPPED / f"{chip}.json" if shipped else tuning_file(chip)
+    """Write (merge into) the user's tuning file for the target, or with `shipped` the
+    package's file for it, atomically, the keys `dropped` left out; returns its path.
+    `meta` (device, command, date) becomes the file's; the earlier runs' commands and
+    dates stay listed under "earlier"."""
+    path = shipped_file(target) if shipped else tuning_file(target)
     path.parent.mkdir(parents=True, exist_ok=True)
     merged = {k: asdict(v) for k, v in _read(path).items() if k not in dropped}
     merged.update({k: asdict(v) for k, v in choices.items()})

@@ -8,11 +8,12 @@ benchmarks time every system (timing.DeviceTimer: the candidates interleaved rep
 by repetition, the L2 flushed before each, the median of at least 100), keeps the
 fastest (the key's earlier choice, the default where it has none, or for an op's own key
 its family's choice, where that is within `margin` of it), and merges the choices into
-`ops-tuning-<chip>.json` in the kernel cache's directory, where strategy.choose finds
-them in every later process. It needs torch (for the tensors and events). Each power of
-two below 2^24 is a size class, then 2^24 and 2^25 one, and from 2^26 on one
-(strategy.SIZE_CLASSES): `--sizes` names one size per class to tune, by default the
-smallest of each.
+`ops-tuning-<target>.json` in the kernel cache's directory (the target: the chip and the
+device model, `sm_90-nvidia-h200`), where strategy.choose finds them in every later
+process; `--ship` merges them into the package's file for the target instead. It needs
+torch (for the tensors and events). Each power of two below 2^24 is a size class, then
+2^24 and 2^25 one, and from 2^26 on one (strategy.SIZE_CLASSES): `--sizes` names one
+size per class to tune, by default the smallest of each.
 
     python -m tile_mlir.ops.tune                      # one op per family, every dtype
     python -m tile_mlir.ops.tune --ops add --dtypes bf16 --sizes 16,18,26
@@ -281,13 +282,13 @@ def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = prin
     own, against its family's choice: saved only where it differs from that."""
     from tile_mlir.runtime import driver
 
-    chip = driver.device_chip(0)
+    chip = strategy.target(driver.device_chip(0), driver.device_name(0))
     keys = _keys(cases, per_op)
     meta = {"device": driver.device_name(0), "command": command,
             "date": time.strftime("%Y-%m-%d", time.gmtime())}
     outcomes: list[Outcome] = []
     started = time.perf_counter()
-    path = strategy.SHIPPED / f"{chip}.json" if ship else strategy.tuning_file(chip)
+    path = strategy.shipped_file(chip) if ship else strategy.tuning_file(chip)
     for n, (name, (op, dtype, numel)) in enumerate(keys.items(), start=1):
         family = op_table.ELEMENTWISE[op].family
         before = strategy.choose(family, dtype, numel, chip, op if per_op else None)
@@ -327,8 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(map(str, CLASS_SIZES)),
                         help="log2 sizes, one per size class (default: every class)")
     parser.add_argument("--ship", action="store_true",
-                        help="write the choices into the package's defaults for this chip "
-                             "(tile_mlir/ops/tuned/<chip>.json) instead of the user's file")
+                        help="write the choices into the package's defaults for this device "
+                             "(tile_mlir/ops/tuned/<chip>-<model>.json, read over the "
+                             "chip's <chip>.json) instead of the user's file")
     parser.add_argument("--per-op", action="store_true",
                         help="a choice per op (read before its family's), saved where it "
                              "differs from the family's")
