@@ -31,8 +31,10 @@ from tile_mlir.ops.programs.rows import Geometry
 
 PLANS = [
     # (M, N, dtype, largest cluster) -> strategy, threads per row, rows a CTA, CTAs a row
-    ((4096, 1024, "bf16", 16), ("cta", 128, 1, 1)),  # a whole warp's row: a CTA, 8 a thread
+    ((4096, 1024, "bf16", 16), ("cta", 64, 1, 1)),  # a whole warp's row: a CTA, 32 B a thread
     ((32768, 1024, "f32", 16), ("cta", 128, 1, 1)),
+    ((4096, 800, "f16", 16), ("cta", 64, 1, 1)),  # 100 vectors: 2 a thread, some idle
+    ((4096, 800, "f32", 16), ("cta", 128, 1, 1)),
     ((32768, 512, "f32", 16), ("warp", 16, 8, 1)),
     ((8, 301, "f32", 16), ("cta", 64, 1, 1)),  # 301 scalars: 5 a thread
     ((131072, 256, "f32", 16), ("warp", 8, 16, 1)),
@@ -172,9 +174,13 @@ def test_rows_that_start_unaligned_take_edges_where_every_array_agrees() -> None
         return rows.with_edges(lambda v: rows.choose(m, n, v, 16, itemsize=size), n,
                                rows.vector_width(n, dtype, []), 16 // size)
 
-    cta = plan(65536, 1025, "bf16")  # the aligned row's CTA, half the threads (EDGE_CTA_SHARE)
+    cta = plan(65536, 1025, "bf16")  # the aligned row's CTA of 64 (SHORT_BYTES), not halved
     assert cta.geometry == Geometry("cta", 8, 64, edges=True), cta.reason
-    assert cta.reason.startswith("a row of 1025 fits one CTA of 64 threads holding 16")
+    assert cta.reason.startswith("a row of 1025 would take a whole warp: one CTA of 64 "
+                                 "threads holds it, 16 elements each")
+    halved = plan(16384, 4097, "bf16")  # the aligned row's 128 threads, half (EDGE_CTA_SHARE)
+    assert halved.geometry == Geometry("cta", 8, 64, edges=True), halved.reason
+    assert halved.reason.startswith("a row of 4097 fits one CTA of 64 threads holding 64")
     assert "start aligned" in cta.reason
     assert plan(16384, 4097, "f32").geometry == Geometry("cta", 4, 128, edges=True)
     cluster = plan(4096, 50257, "bf16").geometry

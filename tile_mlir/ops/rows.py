@@ -64,15 +64,24 @@ MAX_PARTS = 16
 """Parts (register tiles) a row's program holds at most (narrow accesses make many): the
 straight-line code grows with them."""
 MAX_CTA = 1024
-SHORT_HELD = 8
-"""Values of a row a thread holds where a group of lanes would be a whole warp (rows of
+SHORT_BYTES = 32
+"""Bytes of a row a thread holds where a group of lanes would be a whole warp (rows of
 513 to 1024 16-byte-vectorized elements, 257 to 512 scalar ones): a CTA a row holds it,
-max(64, N / 8) threads. Measured on an H100 (rows of 1024 at bench/fused.py's 128 MiB,
-each geometry beside torch.compile in one run, 300 repetitions): a CTA of 128 threads
-against a warp a row, 4 rows a CTA: RMSNorm f32 0.989x -> 0.999x torch.compile, layer
-norm f32 0.993x -> 1.003x, bf16 0.998x -> 1.005x, fused add + RMSNorm f32 0.981x ->
-0.999x, bf16 0.996x -> 0.998x, softmax f32 0.999x both (warps a row of 64 or 256
-threads a CTA, 16 lanes a row: 0.98-1.00x)."""
+max(64, N * itemsize / 32) threads, two 16-byte vectors each. Measured on an H100 (rows of
+1024 at bench/fused.py's 128 MiB, each geometry beside torch.compile in one run, 300
+repetitions; 8 values a thread then, whatever the dtype): a CTA of 128 threads against a
+warp a row, 4 rows a CTA: RMSNorm f32 0.989x -> 0.999x torch.compile, layer norm f32
+0.993x -> 1.003x, bf16 0.998x -> 1.005x, fused add + RMSNorm f32 0.981x -> 0.999x, bf16
+0.996x -> 0.998x, softmax f32 0.999x both (warps a row of 64 or 256 threads a CTA, 16
+lanes a row: 0.98-1.00x). On an H200 (.scratch-style A/B, rows of 1024 and 800 at 128
+MiB, 150 repetitions, torch.compile beside), 16-bit rows at 8 values a thread (one
+16-byte vector) fell behind torch.compile, and 64 threads of two vectors each passed it:
+softmax bf16 1024 3.86 -> 4.18 TB/s (torch.compile 4.13), 800 3.11 -> 3.86 (3.13),
+log_softmax 1024 3.78 -> 4.18 (4.14), 800 2.95 -> 3.72 (3.03), layer norm 1024 3.92 ->
+4.14 (4.15), 800 3.28 -> 4.11 (4.08), RMSNorm 800 3.85 -> 4.17 (4.13), fused add +
+RMSNorm 800 3.90 -> 4.01 (4.15), 1024 4.19 and 4.18 (4.22); f32 rows, whose 8 values
+are already two vectors, ran as fast at 128 threads as at 64 or faster (RMSNorm 800 4.19
+against 4.16, fused add + RMSNorm 800 4.14 against 4.09)."""
 CLUSTER_HELD = 64
 """f32 values of a row a thread of a cluster holds at most: a cluster's CTAs have at most
 512 threads, which leaves a thread 128 registers."""
@@ -192,12 +201,12 @@ def _warp(m: int, nv: int, vec: int) -> Plan | None:
                    f"{g.threads} threads, reductions within the lanes (no barrier)")
 
 
-def _whole_warp(nv: int, vec: int) -> Plan | None:
-    """A row a group of lanes would hold only as a whole warp: a CTA of SHORT_HELD values
-    a thread instead."""
+def _whole_warp(nv: int, vec: int, itemsize: int) -> Plan | None:
+    """A row a group of lanes would hold only as a whole warp: a CTA of SHORT_BYTES a
+    thread instead."""
     if _holders(nv, vec) != 32:
         return None
-    threads = max(64, _pow2(-(-nv * vec // SHORT_HELD)))
+    threads = max(64, _pow2(-(-nv * vec * itemsize // SHORT_BYTES)))
     g = Geometry("cta", vec, threads)
     return Plan(g, f"a row of {nv * vec} would take a whole warp: one CTA of {threads} "
                    f"threads holds it, {g.row_parts(nv * vec) * vec} elements each; "
@@ -270,7 +279,7 @@ def choose(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: in
     too where `f32_ahead`: F32_AHEAD), and reads `early` parts of the weight with the row
     (EARLY_PARTS)."""
     nv = n // vec
-    found = _whole_warp(nv, vec) or _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
+    found = _whole_warp(nv, vec, itemsize) or _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
         _cluster(nv, vec, clusters, _ahead(n, itemsize, inputs, f32_ahead), early) or \
         _cta(nv, vec, MAX_CTA)
     plan = found or _split(nv, vec, clusters)
