@@ -73,7 +73,7 @@ repetitions; 8 values a thread then, whatever the dtype): a CTA of 128 threads a
 warp a row, 4 rows a CTA: RMSNorm f32 0.989x -> 0.999x torch.compile, layer norm f32
 0.993x -> 1.003x, bf16 0.998x -> 1.005x, fused add + RMSNorm f32 0.981x -> 0.999x, bf16
 0.996x -> 0.998x, softmax f32 0.999x both (warps a row of 64 or 256 threads a CTA, 16
-lanes a row: 0.98-1.00x). On an H200 (.scratch-style A/B, rows of 1024 and 800 at 128
+lanes a row: 0.98-1.00x). On an H200 (the two CTA sizes forced, rows of 1024 and 800 at 128
 MiB, 150 repetitions, torch.compile beside), 16-bit rows at 8 values a thread (one
 16-byte vector) fell behind torch.compile, and 64 threads of two vectors each passed it:
 softmax bf16 1024 3.86 -> 4.18 TB/s (torch.compile 4.13), 800 3.11 -> 3.86 (3.13),
