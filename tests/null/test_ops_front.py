@@ -3,6 +3,7 @@ coalescing, type promotion, and argument errors that name the argument."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -262,6 +263,80 @@ def test_a_devices_choices_are_read_over_its_chips(tmp_path: Path,
     assert strategy.choose("unary_math", "f32", 1 << 24, h200) == mine
     assert strategy.choose("unary_math", "f32", 1 << 24, h100) == chip  # not the H100's
     strategy._choices.cache_clear()
+
+
+def test_explain_names_an_elementwise_ops_strategy_and_its_source(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The strategy `choose` gives, and the key and file it came from (the package's file
+    for the device, the chip's, the user's), or that it is the default or forced."""
+    from tile_mlir.ops import elementwise
+
+    monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(strategy, "SHIPPED", tmp_path / "shipped")
+    strategy._choices.cache_clear()
+    h200 = "sm_90-nvidia-h200"
+    try:
+        strategy.save("sm_90", {"binary_arith/bf16/2^24": Strategy(512, 16, 1, 1),
+                                "op:softplus/bf16/2^24": Strategy(128, 16, 4, 4)},
+                      {"device": "test"}, shipped=True)
+        strategy.save(h200, {"binary_arith/bf16/2^24": Strategy(128, 16, 2, 2)},
+                      {"device": "test"}, shipped=True)
+        text = elementwise.explain("add", (4096, 4096), "bf16", h200)
+        assert text.startswith("add bf16 4096x4096: staged 128x2 of 16 B on "
+                               "sm_90-nvidia-h200: 128 threads a CTA, 2 round(s)")
+        assert text.endswith("size class 2^24; tuned: binary_arith/bf16/2^24 in the "
+                             "package's shipped/sm_90-nvidia-h200.json")
+        assert elementwise.explain("add", (4096, 4096), "bf16", "sm_90").startswith(
+            "add bf16 4096x4096: vector 512x1 of 16 B on sm_90")
+        assert elementwise.explain("softplus", (1 << 24,), "bf16", h200).endswith(
+            "tuned: op:softplus/bf16/2^24 in the package's shipped/sm_90.json")
+        # a gated op's result is half its input: 2^24 of it, not 2^25
+        gated = elementwise.explain("silu_and_mul", (4096, 8192), "bf16", h200)
+        assert "16777216 elements, size class 2^24; the default" in gated
+        mine = strategy.save(h200, {"unary_math/f32/2^16": Strategy(256, 8, 1, 1)}, {})
+        assert elementwise.explain("exp", (1 << 16,), "f32", h200).endswith(
+            f"tuned: unary_math/f32/2^16 in {mine}")
+        assert elementwise.explain("exp", (300,), "f32", None).endswith(
+            "without a GPU (no tuned choices): 128 threads a CTA, 1 round(s) of 16-byte "
+            "accesses a thread; 300 elements, size class <2^14; the default for its size "
+            "(no tuned choice)")
+        assert elementwise.explain("exp", (0, 5), "f32", h200).endswith("nothing is launched")
+        strategy.force(Strategy(256, 1, 1, 1))
+        try:
+            assert elementwise.explain("exp", (300,), "f32", h200).endswith(
+                "forced (strategy.force: the autotuner's candidates)")
+        finally:
+            strategy.force(None)
+        for op, shape, dtype, message in [
+                ("fill", (4,), "f32", "is not one of the library's elementwise ops"),
+                ("add", (4,), "i8", "add takes f32, f16, bf16"),
+                ("add", (4, -1), "f32", "has a negative size"),
+                ("silu_and_mul", (4, 7), "f32", "must be even; got shape [4, 7]")]:
+            with pytest.raises(ValueError, match=re.escape(message)):
+                elementwise.explain(op, shape, dtype, h200)
+    finally:
+        strategy._choices.cache_clear()
+
+
+def test_the_command_line_explains_an_elementwise_op(capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    """--explain for an elementwise op with --target (the package's own files), and
+    errors that name the option."""
+    from tile_mlir.ops.__main__ import main
+
+    assert main(["--explain", "add:4096x4096:bf16", "--target", "sm_90-nvidia-h200"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("add bf16 4096x4096: ") and "on sm_90-nvidia-h200" in out
+    assert "binary_arith/bf16/2^24 in the package's tuned/" in out
+    for argv, message in [(["--explain", "add:4:bf16", "--target", "h200"],
+                           "--target: 'h200' is not a chip (sm_90)"),
+                          (["--explain", "addd:4:bf16"],
+                           "--explain: 'addd' is neither a fused row op"),
+                          (["--explain", "add:4:i8", "--target", "sm_90"],
+                           "explain: add takes f32")]:
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert message in capsys.readouterr().err
 
 
 def test_the_shipped_choices_are_candidates_of_known_keys() -> None:

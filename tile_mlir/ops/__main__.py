@@ -2,7 +2,9 @@
 
 --list prints every public op, one a line (the registry's elementwise ops and
 composites, then the reductions and the fused row ops); --explain OP:MxN:DTYPE says how
-a fused row op runs rows of that shape; --markdown prints the reference of docs/ops.md
+a fused row op runs rows of that shape, or which strategy an elementwise op runs arrays
+of that shape with and where the choice comes from (for this GPU, or for `--target`'s
+device: sm_90-nvidia-h200); --markdown prints the reference of docs/ops.md
 (each op's signature in torch's terms and its summary, from the functions'
 docstrings), which a null-tier test keeps identical to the document.
 """
@@ -78,12 +80,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="print the ops' reference (docs/ops.md's generated part)")
     parser.add_argument("--explain", metavar="OP:MxN:DTYPE",
                         help="how a fused row op runs M rows of N (softmax:1024x65536:bf16): "
-                             "the planner's strategy and why")
+                             "the planner's strategy and why; or an elementwise op's "
+                             "strategy for that shape (add:4096x4096:bf16) and where it "
+                             "comes from")
+    parser.add_argument("--target", metavar="CHIP[-MODEL]",
+                        help="the device an elementwise --explain is for, as the tuned "
+                             "files name it (sm_90-nvidia-h200; sm_90: the chip's base "
+                             "choices); default: this machine's GPU")
     args = parser.parse_args(argv)
     if args.markdown:
         return _print(reference())
     if args.explain:
-        return _explain(parser, args.explain)
+        return _explain(parser, args.explain, args.target)
     if not args.list:
         parser.print_help()
         return 0
@@ -95,16 +103,25 @@ def main(argv: list[str] | None = None) -> int:
     return _print("\n".join(_line(op) for op in listed) + "\n")
 
 
-def _explain(parser: argparse.ArgumentParser, text: str) -> int:
-    from tile_mlir.ops import rows
+def _explain(parser: argparse.ArgumentParser, text: str, target: str | None) -> int:
+    from tile_mlir.ops import elementwise, kernels, rows, strategy
 
     try:
         op, shape, dtype = text.split(":")
         dims = tuple(int(d) for d in shape.split("x"))
     except ValueError:
         parser.error(f"--explain takes OP:MxN:DTYPE (softmax:1024x65536:bf16), got {text!r}")
+    row = op_table.ELEMENTWISE.get(op)
+    if op not in rows.NAMES and (row is None or not row.public):
+        parser.error(f"--explain: {op!r} is neither a fused row op ({', '.join(rows.NAMES)}) "
+                     "nor an elementwise op (--list)")
     try:
-        return _print(rows.explain(op, dims, dtype) + "\n")
+        if op in rows.NAMES:
+            return _print(rows.explain(op, dims, dtype) + "\n")
+        if target is not None:
+            target = strategy.checked_target(target, "--target")
+        return _print(elementwise.explain(op, dims, dtype, target or kernels.tuning_target(0))
+                      + "\n")
     except ValueError as e:
         parser.error(str(e))
 

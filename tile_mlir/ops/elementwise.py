@@ -17,6 +17,7 @@ comes back as one `Call` with `expr` set, planned by `run_call` as any other.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -327,6 +328,37 @@ def _launch(b: Builder, call: Call, out: Array, *, inplace: bool) -> None:
     program = ElementwiseProgram(sig)
     b.launch(program, (coalesce.grid(view, sig.mode, sig.piece()), 1, 1),
              kernel_arguments(b, call, sig, view, arrays))
+
+
+def explain(op: str, shape: Sequence[int], dtype: str, target: str | None) -> str:
+    """Which strategy the op runs over contiguous inputs of `shape` and `dtype` with on
+    `target` (strategy.target's `sm_90-nvidia-h200`, or a chip for its base choices; None:
+    no GPU), and where it comes from (strategy.find). A gated op's shape is its input's
+    (its result is half the last dim)."""
+    row = op_table.ELEMENTWISE.get(op)
+    if row is None or not row.public:
+        raise ValueError(f"explain: {op!r} is not one of the library's elementwise ops "
+                         "(python -m tile_mlir.ops --list)")
+    if dtype not in row.dtypes:
+        raise ValueError(f"explain: {op} takes {', '.join(row.dtypes)}, not {dtype!r}")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"explain: shape {list(shape)} has a negative size")
+    numel = math.prod(shape)
+    if row.family == "fused_gated":
+        if not shape or shape[-1] % 2:
+            raise ValueError(f"explain: {op} halves its input's last dim, which must be "
+                             f"even; got shape {list(shape)}")
+        numel //= 2
+    what = f"{op} {dtype} {'x'.join(map(str, shape)) or 'scalar'}"
+    if not numel:
+        return f"{what}: an empty result: nothing is launched"
+    found = strategy.find(row.family, dtype, numel, target, op)
+    on = f"on {target}" if target is not None else "without a GPU (no tuned choices)"
+    choice = found.strategy
+    return (f"{what}: {strategy.name(choice)} {on}: {choice.threads} threads a CTA, "
+            f"{choice.rounds} round(s) of {choice.vector_bytes}-byte accesses a thread"
+            f"{', all loads issued first' if choice.stage > 1 else ''}; "
+            f"{numel} elements, size class {strategy.size_class(numel)}; {found.why()}")
 
 
 def signature(call: Call, view: coalesce.Coalesced, arrays: Sequence[Array], *,

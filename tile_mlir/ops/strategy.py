@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -100,6 +100,18 @@ def target(chip: str, device_name: str) -> str:
     return f"{chip}-{model}" if model else chip
 
 
+TARGET_FORM = re.compile(r"sm_[0-9]+[a-z]?(-[a-z0-9]+(-[a-z0-9]+)*)?")
+
+
+def checked_target(text: str, what: str = "target") -> str:
+    """A target as given by a user (`sm_90-nvidia-h200`, or a chip: `sm_90`); ValueError
+    naming `what` for anything else."""
+    if not TARGET_FORM.fullmatch(text):
+        raise ValueError(f"{what}: {text!r} is not a chip (sm_90) or a chip and a device "
+                         "model in lower case (sm_90-nvidia-h200)")
+    return text
+
+
 def chip_of(target: str) -> str:
     """The chip of a target (`sm_90` of `sm_90-nvidia-h200`, and of `sm_90`)."""
     return target.split("-", 1)[0]
@@ -150,12 +162,13 @@ def _read(path: Path) -> dict[str, Strategy]:
 
 
 @cache
-def _choices(target: str) -> dict[str, Strategy]:
-    """The user's tuned choices for the target, over the package's for the target, over
-    the package's for its chip."""
+def _choices(target: str) -> dict[str, tuple[Strategy, Path]]:
+    """The tuned choices for the target, each with the file it comes from: the user's
+    over the package's for the target, over the package's for its chip."""
     chip = chip_of(target)
     layers = [shipped_file(chip)] + ([shipped_file(target)] if target != chip else [])
-    return {k: v for path in [*layers, tuning_file(target)] for k, v in _read(path).items()}
+    return {k: (v, path) for path in [*layers, tuning_file(target)]
+            for k, v in _read(path).items()}
 
 
 _forced: list[Strategy] = []
@@ -168,19 +181,53 @@ def force(choice: Strategy | None) -> None:
         listener()
 
 
-def choose(family: str, dtype: str, numel: int, target: str | None,
-           op: str | None = None) -> Strategy:
+@dataclass(frozen=True)
+class Found:
+    """A strategy and where `find` found it: the tuned key and its file, or neither (forced
+    or the default)."""
+
+    strategy: Strategy
+    key: str | None = None
+    path: Path | None = None
+    forced: bool = False
+
+    def why(self) -> str:
+        if self.forced:
+            return "forced (strategy.force: the autotuner's candidates)"
+        if self.key is None or self.path is None:
+            return "the default for its size (no tuned choice)"
+        where = f"the package's {self.path.parent.name}/{self.path.name}" \
+            if self.path.parent == SHIPPED else str(self.path)
+        return f"tuned: {self.key} in {where}"
+
+
+def find(family: str, dtype: str, numel: int, target: str | None,
+         op: str | None = None) -> Found:
     """The forced strategy, else the tuned one (for `target`: `target()`'s, or a chip) for
     the op itself (`op_key`), else for its family, dtype and size, else the default."""
     if _forced:
-        return _forced[0]
+        return Found(_forced[0], forced=True)
     if target is not None:
         choices = _choices(target)
-        tuned = choices.get(op_key(op, dtype, numel)) if op is not None else None
-        tuned = tuned or choices.get(key(family, dtype, numel))
-        if tuned is not None:
-            return tuned
-    return default(numel)
+        for tuned in ([op_key(op, dtype, numel)] if op is not None else []) + \
+                [key(family, dtype, numel)]:
+            if tuned in choices:
+                choice, path = choices[tuned]
+                return Found(choice, tuned, path)
+    return Found(default(numel))
+
+
+def choose(family: str, dtype: str, numel: int, target: str | None,
+           op: str | None = None) -> Strategy:
+    """`find`'s strategy."""
+    return find(family, dtype, numel, target, op).strategy
+
+
+def name(choice: Strategy) -> str:
+    """A strategy in a few words: `staged 256x4 of 16 B` (threads x rounds, vector bytes)."""
+    kind = "direct" if choice.vector_bytes == 1 else \
+        "staged" if choice.stage > 1 else "vector"
+    return f"{kind} {choice.threads}x{choice.rounds} of {choice.vector_bytes} B"
 
 
 def _earlier(path: Path, meta: dict[str, Any]) -> list[dict[str, Any]]:

@@ -149,7 +149,7 @@ def candidate_calls(op: str, dtype: str, numel: int, candidates: Sequence[Strate
             try:
                 plans = _planned(fn, args, choice)
             except Exception as e:  # noqa: BLE001 - a candidate that fails is not chosen
-                log(f"    {_name(choice)}: failed ({type(e).__name__}: {e})")
+                log(f"    {strategy.name(choice)}: failed ({type(e).__name__}: {e})")
                 continue
 
             def call(plans: dict[Any, Any] = plans) -> Any:
@@ -242,21 +242,15 @@ class Outcome:
     def line(self) -> str:
         near = ""
         if self.fastest is not None and self.fastest[0] != self.best:
-            near = (f"; {_name(self.fastest[0])} {self.fastest[1] * 1e6:.1f} us is within "
-                    "the margin")
+            near = (f"; {strategy.name(self.fastest[0])} {self.fastest[1] * 1e6:.1f} us is "
+                    "within the margin")
         on = f" on {', '.join(self.ops)}" if len(self.ops) > 1 else ""
         if self.best == self.before:
-            return (f"{self.key}: {_name(self.best)} {self.seconds * 1e6:.1f} us{on} "
+            return (f"{self.key}: {strategy.name(self.best)} {self.seconds * 1e6:.1f} us{on} "
                     f"(unchanged{near})")
         gain = f", {self.before_seconds / self.seconds:.2f}x" if self.before_seconds else ""
-        return (f"{self.key}: {_name(self.best)} {self.seconds * 1e6:.1f} us{on} (was "
-                f"{_name(self.before)}{gain}{near})")
-
-
-def _name(choice: Strategy) -> str:
-    kind = "direct" if choice.vector_bytes == 1 else \
-        "staged" if choice.stage > 1 else "vector"
-    return f"{kind} {choice.threads}x{choice.rounds} of {choice.vector_bytes} B"
+        return (f"{self.key}: {strategy.name(self.best)} {self.seconds * 1e6:.1f} us{on} (was "
+                f"{strategy.name(self.before)}{gain}{near})")
 
 
 def _keys(cases: Sequence[tuple[str, str, int]], per_op: bool = False
@@ -282,21 +276,21 @@ def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = prin
     own, against its family's choice: saved only where it differs from that."""
     from tile_mlir.runtime import driver
 
-    chip = strategy.target(driver.device_chip(0), driver.device_name(0))
+    target = strategy.target(driver.device_chip(0), driver.device_name(0))
     keys = _keys(cases, per_op)
     meta = {"device": driver.device_name(0), "command": command,
             "date": time.strftime("%Y-%m-%d", time.gmtime())}
     outcomes: list[Outcome] = []
     started = time.perf_counter()
-    path = strategy.shipped_file(chip) if ship else strategy.tuning_file(chip)
+    path = strategy.shipped_file(target) if ship else strategy.tuning_file(target)
     for n, (name, (op, dtype, numel)) in enumerate(keys.items(), start=1):
         family = op_table.ELEMENTWISE[op].family
-        before = strategy.choose(family, dtype, numel, chip, op if per_op else None)
+        before = strategy.choose(family, dtype, numel, target, op if per_op else None)
         # what stays within the margin: an op's key its family's choice; a family key its
         # own earlier choice, so that a run never trades the choice it measured fastest
         # for a default within the margin (binary_arith/f32/2^16 on an H100: 4.8 us kept
         # over the default's 4.9, where anchoring at the default went back 2% slower)
-        anchor = strategy.choose(family, dtype, numel, chip) if per_op else before
+        anchor = strategy.choose(family, dtype, numel, target) if per_op else before
         t0 = time.perf_counter()
         timed = (op,) if per_op else sample(op, dtype)
         best, timings = tune_key(timed, dtype, numel, log, reps=reps, anchor=anchor)
@@ -305,7 +299,7 @@ def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = prin
                           (fastest, timings[fastest]), timed)
         outcomes.append(outcome)
         same = per_op and best == anchor  # an op's key saying what its family's does: none
-        path = strategy.save(chip, {} if same else {name: best}, meta, shipped=ship,
+        path = strategy.save(target, {} if same else {name: best}, meta, shipped=ship,
                              dropped=[name] if same else [])
         log(f"[{n}/{len(keys)}] {outcome.line()} in {time.perf_counter() - t0:.1f} s")
     log(summary(outcomes, time.perf_counter() - started, path))
