@@ -203,8 +203,11 @@ class Found:
 
 def find(family: str, dtype: str, numel: int, target: str | None,
          op: str | None = None) -> Found:
-    """The forced strategy, else the tuned one (for `target`: `target()`'s, or a chip) for
-    the op itself (`op_key`), else for its family, dtype and size, else the default."""
+    """The forced strategy, else the tuned one for `target` (`target()`'s, or a chip) for
+    the op itself (`op_key`), else for its family, dtype and size, else the default. An
+    op's own key in any of the target's files is read before its family's in any: it says
+    the op's cost is not its family's (softplus's exp and log1p), which holds across the
+    devices of a chip."""
     if _forced:
         return Found(_forced[0], forced=True)
     if target is not None:
