@@ -262,6 +262,15 @@ def test_a_devices_choices_are_read_over_its_chips(tmp_path: Path,
     assert path.name == "ops-tuning-sm_90-nvidia-h200.json"
     assert strategy.choose("unary_math", "f32", 1 << 24, h200) == mine
     assert strategy.choose("unary_math", "f32", 1 << 24, h100) == chip  # not the H100's
+    # a user's file for the chip alone (tunings before the files named the model) is
+    # kept: over the package's files, under the user's for the target
+    legacy, older = Strategy(256, 16, 8, 8), Strategy(512, 8, 2, 2)
+    strategy.save("sm_90", {add: legacy, exp: older}, {"device": "test"})
+    assert strategy.find("binary_arith", "bf16", 1 << 24, h200) == \
+        strategy.Found(legacy, add, tmp_path / "ops-tuning-sm_90.json")
+    assert strategy.choose("unary_math", "f32", 1 << 24, h200) == mine
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, h100) == legacy
+    assert strategy.choose("binary_arith", "bf16", 1 << 24, "sm_90") == legacy
     strategy._choices.cache_clear()
 
 

@@ -20,22 +20,24 @@ and writes its choices to `ops-tuning-<target>.json` in the kernel cache's direc
 a target (`target`) names the chip and the device model, `sm_90-nvidia-h200`: two
 devices of one chip differ in what suits them (an H200 moves 4.2-4.8 TB/s where an
 H100 moves 3.0-3.35, so more bytes are in flight a thread). `choose` reads the user's
-file for the target first; then the package's for the target (ops/tuned/<target>.json,
-written by `python -m tile_mlir.ops.tune --ship` on the project's machines); then the
-package's for the chip (ops/tuned/<chip>.json, a base for every device of the chip);
-then the default. sm_90.json ships an H100's choices: at the 2^16,
-2^18, 2^20, 2^22, 2^24 and 2^26 classes for every family in every dtype its
-representative op takes (timed on the representative and tune.SAMPLES), and at 2^24 and
-2^26 bool's binary_arith and the integers' unary_math too (on maximum and neg, before
-the 8-byte candidates); at the other classes below 2^24 for the unary_math, binary_arith
-and activation families in f32, bf16 and f16, and from 2^14 for i32's families and fp8's
-unary_math, binary_arith, comparison, logical and special families; and for the ops
-whose cost is not their family's (gelu and gelu_tanh_and_mul in bf16 and f16, softplus
-in bf16, mish in f16; isnan, which of an integer or bool is a store of zeros; at the
-2^26 class the representatives' own in f32, bf16 and f16 and the heavier f32 ops':
-sigmoid, tanh, erf, sin, cos, log1p, expm1, pow); its meta lists the runs that made it,
-each timed as the benchmarks time. sm_90-nvidia-h200.json ships an H200's choices where
-they are its own (its meta lists the runs).
+file for the target first, then the user's `ops-tuning-<chip>.json` (which the tuner
+wrote before the files named the model: made on this machine, and kept); then the
+package's for the target (ops/tuned/<target>.json, written by `python -m
+tile_mlir.ops.tune --ship` on the project's machines); then the package's for the chip
+(ops/tuned/<chip>.json, a base for every device of the chip); then the default.
+sm_90.json ships an H100's choices: at the 2^16, 2^18, 2^20, 2^22, 2^24 and 2^26 classes
+for every family in every dtype its representative op takes (timed on the representative
+and tune.SAMPLES), and at 2^24 and 2^26 bool's binary_arith and the integers' unary_math
+too (on maximum and neg, before the 8-byte candidates); at the other classes below 2^24
+for the unary_math, binary_arith and activation families in f32, bf16 and f16, and from
+2^14 for i32's families and fp8's unary_math, binary_arith, comparison, logical and
+special families; and for the ops whose cost is not their family's (gelu and
+gelu_tanh_and_mul in bf16 and f16, softplus in bf16, mish in f16; isnan, which of an
+integer or bool is a store of zeros; at the 2^26 class the representatives' own in f32,
+bf16 and f16 and the heavier f32 ops': sigmoid, tanh, erf, sin, cos, log1p, expm1, pow);
+its meta lists the runs that made it, each timed as the benchmarks time.
+sm_90-nvidia-h200.json ships an H200's choices where they are its own (its meta lists
+the runs).
 """
 
 from __future__ import annotations
@@ -163,12 +165,14 @@ def _read(path: Path) -> dict[str, Strategy]:
 
 @cache
 def _choices(target: str) -> dict[str, tuple[Strategy, Path]]:
-    """The tuned choices for the target, each with the file it comes from: the user's
-    over the package's for the target, over the package's for its chip."""
+    """The tuned choices for the target, each with the file it comes from: the user's for
+    the target, over the user's for its chip alone (a tuning made on this machine before
+    the files named the model), over the package's for the target, over the package's
+    for its chip."""
     chip = chip_of(target)
-    layers = [shipped_file(chip)] + ([shipped_file(target)] if target != chip else [])
-    return {k: (v, path) for path in [*layers, tuning_file(target)]
-            for k, v in _read(path).items()}
+    layers = [shipped_file(chip), tuning_file(chip)] if target == chip else \
+        [shipped_file(chip), shipped_file(target), tuning_file(chip), tuning_file(target)]
+    return {k: (v, path) for path in layers for k, v in _read(path).items()}
 
 
 _forced: list[Strategy] = []
