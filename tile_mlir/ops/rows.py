@@ -365,9 +365,17 @@ def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: in
     if _forced:
         forced = _forced[0]
         return with_edges(lambda width: forced.plan(m, n, width), n, vec, wide, planned=False)
+    return chosen(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs,
+                  early=early, f32_ahead=f32_ahead, wide=wide)
+
+
+def chosen(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: int,
+           early: int, f32_ahead: bool, wide: int) -> Plan:
+    """The planner's plan (`choose`, `with_edges`) for a GPU of `clusters` (plan_for's and
+    explain's)."""
     return with_edges(
-        lambda width: choose(m, n, width, largest_cluster(device), itemsize=itemsize,
-                             inputs=inputs, early=early, f32_ahead=f32_ahead), n, vec, wide)
+        lambda width: choose(m, n, width, clusters, itemsize=itemsize, inputs=inputs,
+                             early=early, f32_ahead=f32_ahead), n, vec, wide)
 
 
 EDGES = ("softmax",)
@@ -456,10 +464,9 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
     if not m * n:
         return f"{op} {dtype} {m}x{n}: an empty input: nothing is launched"
     itemsize = DTYPES[dtype].bytes
-    plan = with_edges(
-        lambda vec: choose(m, n, vec, clusters, itemsize=itemsize, inputs=inputs_of(op),
-                           early=EARLY_PARTS.get(op, 0), f32_ahead=op in F32_AHEAD),
-        n, vector_width(n, dtype, []), edge_width(FAMILIES.get(op, op), itemsize))
+    plan = chosen(m, n, vector_width(n, dtype, []), clusters, itemsize=itemsize,
+                  inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
+                  f32_ahead=op in F32_AHEAD, wide=edge_width(FAMILIES.get(op, op), itemsize))
     return f"{op} {dtype} {m}x{n}: {plan.geometry.strategy}: {plan.reason}"
 
 
