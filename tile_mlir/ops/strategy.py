@@ -170,8 +170,8 @@ def _choices(target: str) -> dict[str, tuple[Strategy, Path]]:
     the files named the model), over the package's for the target, over the package's
     for its chip."""
     chip = chip_of(target)
-    layers = [shipped_file(chip), tuning_file(chip)] if target == chip else \
-        [shipped_file(chip), shipped_file(target), tuning_file(chip), tuning_file(target)]
+    layers = dict.fromkeys([shipped_file(chip), shipped_file(target), tuning_file(chip),
+                            tuning_file(target)])  # a chip's own: two files
     return {k: (v, path) for path in layers for k, v in _read(path).items()}
 
 
