@@ -178,6 +178,25 @@ def test_an_ops_key_that_says_what_its_family_does_is_dropped(
     assert strategy.choose("activation", "f16", 1 << 24, TARGET, "elu") == FAST
 
 
+def test_an_ops_key_for_the_device_shadows_the_chips_where_the_family_wins(
+        tuner: list[str]) -> None:
+    """The chip's file holds an op key made on another device of the chip (sm_90.json:
+    an H100's); tuned on this device the op runs best with its family's choice: the
+    device's file must say so, or the chip's op key would still be read first."""
+    chip_key, other = strategy.op_key("exp", "bf16", 1 << 26), Strategy(128, 16, 1, 1)
+    shipped = strategy.shipped_file("sm_90")
+    shipped.parent.mkdir(parents=True)
+    shipped.write_text(json.dumps({"choices": {chip_key: dataclasses.asdict(other)}}))
+    strategy.save(TARGET, {strategy.key("unary_math", "bf16", 1 << 26): FAST},
+                  {"device": "test"})
+    assert strategy.choose("unary_math", "bf16", 1 << 26, TARGET, "exp") == other
+    outcomes = tune.run([("exp", "bf16", 1 << 26)], tuner.append, per_op=True)
+    assert outcomes[0].before == other and outcomes[0].best == FAST
+    saved = json.loads(strategy.tuning_file(TARGET).read_text())["choices"]
+    assert saved[chip_key] == dataclasses.asdict(FAST)
+    assert strategy.choose("unary_math", "bf16", 1 << 26, TARGET, "exp") == FAST
+
+
 def test_the_margin_is_narrow_where_calls_are_long() -> None:
     """Below LARGE the default stays within 2%; from LARGE within half a percent."""
     default = strategy.default(1 << 24)

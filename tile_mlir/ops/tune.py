@@ -273,7 +273,8 @@ def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = prin
     elapsed time as it goes, each choice saved as it is made (an interrupted run keeps
     the keys it finished), and end with a summary of what changed. `command` goes into
     the file's meta with the device and the date. With `per_op` each op gets a key of its
-    own, against its family's choice: saved only where it differs from that."""
+    own, against its family's choice: saved where it differs from that, or where another
+    file's key for the op (the chip's) would otherwise still be read."""
     from tile_mlir.runtime import driver
 
     target = strategy.target(driver.device_chip(0), driver.device_name(0))
@@ -301,6 +302,10 @@ def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = prin
         same = per_op and best == anchor  # an op's key saying what its family's does: none
         path = strategy.save(target, {} if same else {name: best}, meta, shipped=ship,
                              dropped=[name] if same else [])
+        if same and strategy.choose(family, dtype, numel, target, op) != best:
+            # another file's key for the op (the chip's, tuned on another device of it)
+            # would still be read before the family's: this file says the family's here
+            path = strategy.save(target, {name: best}, meta, shipped=ship)
         log(f"[{n}/{len(keys)}] {outcome.line()} in {time.perf_counter() - t0:.1f} s")
     log(summary(outcomes, time.perf_counter() - started, path))
     return outcomes
