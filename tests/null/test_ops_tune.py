@@ -213,6 +213,7 @@ def test_the_tuner_passes_tensors_for_all_but_scalar_only_inputs(
     assert tune.tensor_inputs("where") == 3
     assert tune.tensor_inputs("softplus") == 1  # beta and threshold take their defaults
     assert tune.tensor_inputs("leaky_relu") == 1
+    assert tune.tensor_inputs("clamp") == 1  # its bounds scalars, as torch.clamp is called
     odd = dataclasses.replace(op_table.ELEMENTWISE["add"], scalar_only=(0,))
     monkeypatch.setitem(op_table.ELEMENTWISE, "add", odd)
     with pytest.raises(ValueError, match="scalar-only inputs"):
