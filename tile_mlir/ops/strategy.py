@@ -37,7 +37,9 @@ integer or bool is a store of zeros; at the 2^26 class the representatives' own 
 bf16 and f16 and the heavier f32 ops': sigmoid, tanh, erf, sin, cos, log1p, expm1, pow);
 its meta lists the runs that made it, each timed as the benchmarks time.
 sm_90-nvidia-h200.json ships an H200's choices where they are its own (its meta lists
-the runs).
+the runs), among them a key of its own for every op sm_90.json keys on its own: an op's
+key in the chip's file is read before the device's family key, so the device must say
+what the op runs there (tune --per-op keeps such a key even where it is the family's).
 """
 
 from __future__ import annotations
