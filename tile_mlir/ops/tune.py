@@ -90,7 +90,8 @@ SCALAR_CALLS: dict[str, tuple[float, ...]] = {"clamp": (-1.0, 1.0)}
 """Ops the tuner calls with Python scalars for their last inputs, as they are mostly
 called (torch.clamp(x, -1, 1)): their keys serve that call. Tuned with tensor bounds (four
 tensors' traffic, not two) clamp's H200 choices at 2^26 ran bench/elementwise.py's
-scalar-bound rows of 2^28 at 0.82x (i64), 0.91x (i32) and 0.92x (f32) of torch."""
+scalar-bound rows of 2^28 at 0.82x (i64), 0.91x (i32) and 0.92x (f32) of the best
+peer; tuned with scalars, 0.98-1.01x."""
 
 
 def tensor_inputs(op: str) -> int:
@@ -115,8 +116,8 @@ torch.compile."""
 
 def _arguments(torch: Any, op: str, dtype: str, numel: int) -> list[Any]:
     """The op's arguments for a call of `numel` result elements: its tensors, then the
-    scalars SCALAR_CALLS gives it. A gated op (family
-    fused_gated: act(x[..., :N]) * x[..., N:]) takes one (numel / N, 2N) input."""
+    scalars SCALAR_CALLS gives it. A gated op (family fused_gated: act(x[..., :N]) *
+    x[..., N:]) takes one (numel / N, 2N) input."""
     row = op_table.ELEMENTWISE[op]
 
     def make(kind: str, shape: tuple[int, ...] = (numel,)) -> Any:
