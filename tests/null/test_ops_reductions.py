@@ -205,6 +205,64 @@ def test_bad_arguments_name_them() -> None:
         reductions.sum(np.zeros(4, np.float32), dtype="int32")
 
 
+EXPLAINED = [("sum", (1000, 3), "f32", -1), ("sum", (64, 50257), "bf16", -1),
+             ("amax", (37, 129), "f16", (0, 1)), ("mean", (4, 6, 10), "bf16", (0, 2)),
+             ("amin", (5, 300, 7), "bf16", 1), ("sum", (2, 1 << 20), "f32", -1),
+             ("prod", (3000, 1031), "bf16", 0), ("sum", (2048, 2048), "f16", None)]
+
+
+@pytest.mark.parametrize(("name", "shape", "dtype", "dim"), EXPLAINED)
+def test_explain_says_the_kernels_a_call_launches(device: Device, name: str,
+                                                  shape: tuple[int, ...], dtype: str,
+                                                  dim: Any) -> None:
+    """Each kernel reductions.explain lists is one the call launches, in order: the
+    source and destination types and the [A, chunks, B] it writes."""
+    x = device.array(np.full(shape, 1e-4, np.float32), dtype)
+    getattr(ops, name)(x, dim=dim)
+    launched = []
+    for kernel in device.launches:
+        m = re.search(r"tile_mlir.ops reduce \w+: \[[\d, ]+\] (\w+) .*? -> \[([\d, ]+)\] (\w+)",
+                      kernel)
+        if m is not None:
+            launched.append((m[1], m[3], tuple(int(n) for n in m[2].split(", "))))
+    text = reductions.explain(name, shape, dtype, dim)
+    said = [(m[1], m[2], (*(int(n) for n in m[3].split(", ")), 1)[:3])
+            for m in re.finditer(r"reduce_\w+ (\w+) -> (\w+) \[([\d, ]+)\]", text)]
+    assert said == launched and said, text
+
+
+def test_explain_handles_what_launches_no_reduction() -> None:
+    assert reductions.explain("sum", (4, 0), "f32").endswith("a fill, no reduction kernel")
+    assert reductions.explain("amax", (4, 0), "f32").endswith("amax has no identity: an error")
+    assert reductions.explain("sum", (4, 1), "f32").endswith("(a cast kernel)")
+    assert "2-byte loads (a row of 50257 elements is not a multiple of 8" in \
+        reductions.explain("sum", (64, 50257), "bf16")
+    for args, message in [(("softmax", (4,), "f32"), "'softmax' is not a reduction"),
+                          (("sum", (4,), "i32"), "sum takes f32, f16, bf16, not 'i32'"),
+                          (("sum", (-1, 4), "f32"), "negative size"),
+                          (("sum", (4, 4), "f32", 2), "argument 'dim': 2 is out of range")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            reductions.explain(*args)
+
+
+def test_the_command_line_explains_a_reduction(capsys: pytest.CaptureFixture[str]) -> None:
+    from tile_mlir.ops.__main__ import main
+
+    assert main(["--explain", "amax:8192x8192:bf16:0"]) == 0
+    assert capsys.readouterr().out == reductions.explain("amax", (8192, 8192), "bf16", 0) + "\n"
+    assert main(["--explain", "sum:64x32x128:f16:0,2"]) == 0
+    assert "first (2,), into f32 partials [64, 32]" in capsys.readouterr().out
+    assert main(["--explain", "sum:64x64:f32:all"]) == 0
+    assert capsys.readouterr().out.startswith("sum f32 64x64 over every dim:")
+    for argv, message in [("sum:4x4:f32:x", "DIM is an int, ints joined by commas"),
+                          ("add:4x4:f32:0", "a :DIM is a reduction's"),
+                          ("sum:4x4:f32:0:1", "OP:MxN:DTYPE[:DIM]"),
+                          ("sum:4x4:f32:3", "argument 'dim': 3 is out of range")]:
+        with pytest.raises(SystemExit):
+            main(["--explain", argv])
+        assert message in capsys.readouterr().err
+
+
 def test_empty_reductions_follow_torch() -> None:
     empty = np.zeros((3, 0), np.float32)
     np.testing.assert_array_equal(reductions.sum(empty, dim=1), np.zeros(3))

@@ -2,9 +2,10 @@
 
 --list prints every public op, one a line (the registry's elementwise ops and
 composites, then the reductions and the fused row ops); --explain OP:MxN:DTYPE says how
-a fused row op runs rows of that shape, or which strategy an elementwise op runs arrays
+a fused row op runs rows of that shape, which strategy an elementwise op runs arrays
 of that shape with and where the choice comes from (for this GPU, or for `--target`'s
-device: sm_90-nvidia-h200); --markdown prints the reference of docs/ops.md
+device: sm_90-nvidia-h200), or with an optional :DIM which kernels a reduction runs
+(reductions.explain); --markdown prints the reference of docs/ops.md
 (each op's signature in torch's terms and its summary, from the functions'
 docstrings), which a null-tier test keeps identical to the document.
 """
@@ -78,11 +79,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --list: the compiler's primitive and internal rows too")
     parser.add_argument("--markdown", action="store_true",
                         help="print the ops' reference (docs/ops.md's generated part)")
-    parser.add_argument("--explain", metavar="OP:MxN:DTYPE",
+    parser.add_argument("--explain", metavar="OP:MxN:DTYPE[:DIM]",
                         help="how a fused row op runs M rows of N (softmax:1024x65536:bf16): "
-                             "the planner's strategy and why; or an elementwise op's "
+                             "the planner's strategy and why; an elementwise op's "
                              "strategy for that shape (add:4096x4096:bf16) and where it "
-                             "comes from")
+                             "comes from; or a reduction's kernels over DIM (default -1; "
+                             "0,2; all) of a contiguous array (sum:8192x8192:bf16:0)")
     parser.add_argument("--target", metavar="CHIP[-MODEL]",
                         help="the device an elementwise --explain is for, as the tuned "
                              "files name it (sm_90-nvidia-h200; sm_90: the chip's base "
@@ -104,18 +106,28 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _explain(parser: argparse.ArgumentParser, text: str, target: str | None) -> int:
-    from tile_mlir.ops import elementwise, kernels, rows, strategy
+    from tile_mlir.ops import elementwise, kernels, reductions, rows, strategy
 
     try:
-        op, shape, dtype = text.split(":")
+        op, shape, dtype, *over = text.split(":")
         dims = tuple(int(d) for d in shape.split("x"))
+        if len(over) > 1:
+            raise ValueError(text)
     except ValueError:
-        parser.error(f"--explain takes OP:MxN:DTYPE (softmax:1024x65536:bf16), got {text!r}")
+        parser.error(f"--explain takes OP:MxN:DTYPE (softmax:1024x65536:bf16), or for a "
+                     f"reduction OP:MxN:DTYPE[:DIM] (sum:8192x8192:bf16:0), got {text!r}")
     row = op_table.ELEMENTWISE.get(op)
-    if op not in rows.NAMES and (row is None or not row.public):
-        parser.error(f"--explain: {op!r} is neither a fused row op ({', '.join(rows.NAMES)}) "
-                     "nor an elementwise op (--list)")
+    if op not in rows.NAMES and op not in reductions.NAMES and (row is None or not row.public):
+        parser.error(f"--explain: {op!r} is neither a fused row op ({', '.join(rows.NAMES)}), "
+                     f"a reduction ({', '.join(reductions.NAMES)}) nor an elementwise op "
+                     "(--list)")
+    if over and op not in reductions.NAMES:
+        parser.error(f"--explain: a :DIM is a reduction's ({', '.join(reductions.NAMES)}); "
+                     f"{op} takes none")
     try:
+        if op in reductions.NAMES:
+            dim = _dim(over[0]) if over else -1
+            return _print(reductions.explain(op, dims, dtype, dim) + "\n")
         if op in rows.NAMES:
             return _print(rows.explain(op, dims, dtype) + "\n")
         if target is not None:
@@ -124,6 +136,18 @@ def _explain(parser: argparse.ArgumentParser, text: str, target: str | None) -> 
                       + "\n")
     except ValueError as e:
         parser.error(str(e))
+
+
+def _dim(text: str) -> int | tuple[int, ...] | None:
+    """A reduction's :DIM: an int, ints joined by commas, or "all" (torch's dim=None)."""
+    if text == "all":
+        return None
+    try:
+        parts = tuple(int(d) for d in text.split(","))
+    except ValueError:
+        raise ValueError(f"--explain: DIM is an int, ints joined by commas (0,2) or 'all', "
+                         f"got {text!r}") from None
+    return parts[0] if len(parts) == 1 else parts
 
 
 def _print(text: str) -> int:

@@ -30,13 +30,21 @@ from typing import Any
 
 import numpy as np
 
-from tile_mlir.contract import contiguous
+from tile_mlir.contract import ACCESS_BYTES, contiguous
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.ops import args, coalesce, entry
 from tile_mlir.ops.args import Array, Scalar, torch_name
 from tile_mlir.ops.elementwise import In, apply, check_out
 from tile_mlir.ops.plan import Builder
-from tile_mlir.ops.programs.reduction import ReductionProgram, stages
+from tile_mlir.ops.programs.reduction import (
+    COLUMN_BLOCK,
+    ReductionProgram,
+    Stage,
+    columns_per_cta,
+    row_threads,
+    rows_per_cta,
+    stages,
+)
 
 SUPPORTED = ("f32", "f16", "bf16")
 NAMES = ("sum", "amax", "amin", "prod", "mean")
@@ -254,7 +262,7 @@ def _reduce_into(b: Builder, name: str, x: Array, dims: Sequence[int], *, final:
     if view is not None:
         _run_view(b, kind, x, view, final, scale_count=count if mean else None)
         return
-    first = _mergeable_subset(x, dims)
+    first = _mergeable_subset(x.shape, x.strides, dims)
     if not first:  # the kept dims merge no way: reduce a contiguous copy
         x = apply(b, "cast", [In(x)], b.temporary(x.shape, x.dtype), result=x.dtype, what=name)
         _reduce_into(b, name, x, dims, final=final, count=count)
@@ -269,11 +277,12 @@ def _reduce_into(b: Builder, name: str, x: Array, dims: Sequence[int], *, final:
                  final=final, count=count)
 
 
-def _mergeable_subset(x: Array, dims: Sequence[int]) -> list[int]:
+def _mergeable_subset(shape: Sequence[int], strides: Sequence[int], dims: Sequence[int]
+                      ) -> list[int]:
     """Reduced dims, smallest stride first, as many as still make a view."""
     chosen: list[int] = []
-    for d in sorted(dims, key=lambda d: abs(x.strides[d])):
-        if reduction_view(x.shape, x.strides, [*chosen, d]) is not None:
+    for d in sorted(dims, key=lambda d: abs(strides[d])):
+        if reduction_view(shape, strides, [*chosen, d]) is not None:
             chosen.append(d)
     return chosen
 
@@ -285,6 +294,99 @@ def _run_view(b: Builder, kind: str, x: Array, view: View, final: Array, *,
     if sizes[2] == 1:  # rows
         source = source.view(sizes[:2], strides[:2])
     _run_stages(b, kind, source, final, scale_count=scale_count)
+
+
+# ------------------------------------------------------------------ explain
+
+
+def explain(name: str, shape: Sequence[int], dtype: str,
+            dim: int | Sequence[int] | None = -1) -> str:
+    """How `name` reduces a contiguous array of `shape` and `dtype` over `dim` (torch's:
+    an int, a tuple, None for every dim): the kernels the planner launches (this module's
+    planning, the same rules as a call's), each stage's grid and accesses, and why."""
+    if name not in NAMES:
+        raise ValueError(f"explain: {name!r} is not a reduction ({', '.join(NAMES)})")
+    if dtype not in SUPPORTED:
+        raise ValueError(f"explain: {name} takes {', '.join(SUPPORTED)}, not {dtype!r}")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"explain: shape {list(shape)} has a negative size")
+    dims = tuple(d for d in normalize_dims(dim, len(shape)) if d < len(shape))
+    kept = math.prod(s for i, s in enumerate(shape) if i not in dims)
+    count = math.prod(shape[d] for d in dims)
+    over = "every dim" if dim is None else f"dim {dim}"
+    what = f"{name} {dtype} {'x'.join(map(str, shape)) or 'scalar'} over {over}"
+    if not kept or not count:
+        if name in ("amax", "amin") and not count:
+            return f"{what}: nothing to reduce, and {name} has no identity: an error"
+        return f"{what}: an empty result or nothing to reduce: a fill, no reduction kernel"
+    if count == 1:
+        return f"{what}: one element a result: the values copied (a cast kernel)"
+    kind, mean = KINDS[name]
+    lines = [f"{what}:"]
+    _explain_into(lines, kind, tuple(shape), args.row_major(shape), dims, src=dtype,
+                  dst=dtype, scale_count=count if mean else None)
+    return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _explain_into(lines: list[str], kind: str, shape: tuple[int, ...],
+                  strides: tuple[int, ...], dims: Sequence[int], *, src: str, dst: str,
+                  scale_count: int | None) -> None:
+    """_reduce_into's plan, said line by line."""
+    view = reduction_view(shape, strides, dims)
+    if view is None:
+        first = _mergeable_subset(shape, strides, dims)
+        rest = [d for d in range(len(shape)) if d not in first]
+        acc = "f32" if DTYPES[src].bits < 32 else src
+        partial = tuple(shape[d] for d in rest)
+        lines.append(f"  the reduced dims {tuple(dims)} do not merge into one run: first "
+                     f"{tuple(first)}, into {acc} partials {list(partial)}, then the rest")
+        _explain_into(lines, kind, shape, strides, first, src=src, dst=acc, scale_count=None)
+        _explain_into(lines, kind, partial, args.row_major(partial),
+                      [rest.index(d) for d in dims if d not in first], src=acc, dst=dst,
+                      scale_count=scale_count)
+        return
+    (a, r, b), _, _ = view
+    acc = "f32" if DTYPES[src].bits < 32 else src
+    planned = stages(kind, (a, r, b), src, dst, acc=acc, scale_count=scale_count)
+    shape_text = f"rows [{a}, {r}]" if b == 1 else f"columns [{a}, {r}, {b}]"
+    lines.append(f"  {shape_text}: {_count(len(planned), 'kernel')}"
+                 + (f", {acc} partials between them" if len(planned) > 1 else ""))
+    lines += [f"  - {_stage_line(stage)}" for stage in planned]
+
+
+def _stage_line(stage: Stage) -> str:
+    """One stage: what it reduces, its grid and accesses, and why."""
+    nbytes = DTYPES[stage.src].bytes
+    vec = stage.vec()
+    width = ACCESS_BYTES // nbytes
+    run = stage.length if stage.rows else stage.b
+    loads = f"{vec * nbytes}-byte loads"
+    if vec < width:
+        what = ("a row" if stage.chunks == 1 else "a chunk") if stage.rows else "a row's run"
+        loads += f" ({what} of {run} elements is not a multiple of {width}: narrower " \
+                 "loads keep every one aligned)"
+    cut = ""
+    if stage.chunks > 1:
+        cut = (f"; R cut into {stage.chunks} chunks of {stage.length}"
+               + (f" (the last {', '.join(map(str, stage.tail))})" if stage.tail else "")
+               + " so that the grid fills the GPU")
+    scale = f"; scaled by 1/{round(1 / stage.scale)}" if stage.scale else ""
+    grid = stage.grid
+    if stage.rows:
+        per = rows_per_cta(stage)
+        line = 'chunk' if stage.chunks > 1 else 'row'
+        return (f"reduce_rows {stage.src} -> {stage.dst} [{stage.a}, {stage.chunks}]: "
+                f"{_count(grid[0], 'CTA')} of {row_threads(stage)} threads, "
+                f"{_count(per, line)} of {stage.length} a CTA, {loads}{cut}{scale}")
+    columns = columns_per_cta(stage)
+    return (f"reduce_columns {stage.src} -> {stage.dst} [{stage.a}, {stage.chunks}, "
+            f"{stage.b}]: {grid[0]} x {grid[1]} CTAs of {COLUMN_BLOCK} threads, "
+            f"{_count(columns, 'column')} by {_count(stage.length, 'row')} a CTA, "
+            f"{loads}{cut}{scale}")
 
 
 def _reduction(name: str) -> Callable[..., Any]:
