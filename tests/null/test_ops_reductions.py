@@ -237,10 +237,12 @@ def test_explain_handles_what_launches_no_reduction() -> None:
     assert reductions.explain("sum", (4, 1), "f32").endswith("(a cast kernel)")
     assert "2-byte loads (a row of 50257 elements is not a multiple of 8" in \
         reductions.explain("sum", (64, 50257), "bf16")
-    for args, message in [(("softmax", (4,), "f32"), "'softmax' is not a reduction"),
-                          (("sum", (4,), "i32"), "sum takes f32, f16, bf16, not 'i32'"),
-                          (("sum", (-1, 4), "f32"), "negative size"),
-                          (("sum", (4, 4), "f32", 2), "argument 'dim': 2 is out of range")]:
+    cases: list[tuple[tuple[Any, ...], str]] = [
+        (("softmax", (4,), "f32"), "'softmax' is not a reduction"),
+        (("sum", (4,), "i32"), "sum takes f32, f16, bf16, not 'i32'"),
+        (("sum", (-1, 4), "f32"), "negative size"),
+        (("sum", (4, 4), "f32", 2), "argument 'dim': 2 is out of range")]
+    for args, message in cases:
         with pytest.raises(ValueError, match=re.escape(message)):
             reductions.explain(*args)
 
