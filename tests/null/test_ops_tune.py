@@ -197,6 +197,23 @@ def test_an_ops_key_for_the_device_shadows_the_chips_where_the_family_wins(
     assert strategy.choose("unary_math", "bf16", 1 << 26, TARGET, "exp") == FAST
 
 
+def test_chip_ops_tunes_every_op_the_chips_file_keys(tuner: list[str]) -> None:
+    """--chip-ops: per op, the ops, dtypes and size classes of the chip's file's op keys
+    (at the smallest size of each class), into the device's file, over the chip's."""
+    chip = {strategy.op_key("exp", "bf16", 1 << 26): Strategy(128, 16, 1, 1),
+            strategy.op_key("where", "i64", 1 << 20): Strategy(256, 8, 1, 1),
+            strategy.key("unary_math", "bf16", 1 << 26): Strategy(256, 16, 2, 2)}
+    shipped = strategy.shipped_file("sm_90")
+    shipped.parent.mkdir(parents=True)
+    shipped.write_text(json.dumps({"choices": {k: dataclasses.asdict(v)
+                                               for k, v in chip.items()}}))
+    assert tune.chip_op_cases("sm_90") == [("exp", "bf16", 1 << 26), ("where", "i64", 1 << 20)]
+    assert tune.main(["--chip-ops"]) == 0
+    saved = json.loads(strategy.tuning_file(TARGET).read_text())["choices"]
+    assert sorted(saved) == ["op:exp/bf16/2^26", "op:where/i64/2^20"]
+    assert strategy.choose("unary_math", "bf16", 1 << 27, TARGET, "exp") == FAST
+
+
 def test_the_margin_is_narrow_where_calls_are_long() -> None:
     """Below LARGE the default stays within 2%; from LARGE within half a percent."""
     default = strategy.default(1 << 24)
@@ -250,6 +267,8 @@ def test_a_run_without_ops_covers_every_tuned_family() -> None:
     (["--ops", "add", "--sizes", "20,x"], "--sizes: 'x' is not a log2 size"),
     (["--ops", "add", "--sizes", "99"], "--sizes: '99' is not a log2 size"),
     (["--reps", "5"], "--reps: at least 100, got 5"),
+    (["--chip-ops", "--ops", "exp"], "--chip-ops: the ops, dtypes and sizes are the chip's"),
+    (["--chip-ops", "--sizes", "24"], "--chip-ops: the ops, dtypes and sizes are the chip's"),
 ])
 def test_bad_options_are_named_before_anything_runs(
         argv: list[str], message: str, capsys: pytest.CaptureFixture[str],

@@ -165,6 +165,11 @@ def _read(path: Path) -> dict[str, Strategy]:
         return {}
 
 
+def shipped(name: str) -> dict[str, Strategy]:
+    """The package's own tuned choices for a target or a chip: its file alone."""
+    return _read(shipped_file(name))
+
+
 @cache
 def _choices(target: str) -> dict[str, tuple[Strategy, Path]]:
     """The tuned choices for the target, each with the file it comes from: the user's for

@@ -18,6 +18,7 @@ size per class to tune, by default the smallest of each.
     python -m tile_mlir.ops.tune                      # one op per family, every dtype
     python -m tile_mlir.ops.tune --ops add --dtypes bf16 --sizes 16,18,26
     python -m tile_mlir.ops.tune --ops softplus,mish --dtypes bf16 --per-op
+    python -m tile_mlir.ops.tune --chip-ops --ship   # a device the chip's file was not tuned on
 """
 
 from __future__ import annotations
@@ -334,8 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tile_mlir.ops.tune", description=__doc__)
     parser.add_argument("--ops", help="comma-separated ops (default: one per family)")
     parser.add_argument("--dtypes", help="comma-separated dtypes (default: each op's)")
-    parser.add_argument("--sizes", default=",".join(map(str, CLASS_SIZES)),
-                        help="log2 sizes, one per size class (default: every class)")
+    parser.add_argument("--sizes", help="log2 sizes, one per size class (default: every "
+                                        "class)")
     parser.add_argument("--ship", action="store_true",
                         help="write the choices into the package's defaults for this device "
                              "(tile_mlir/ops/tuned/<chip>-<model>.json, read over the "
@@ -343,11 +344,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-op", action="store_true",
                         help="a choice per op (read before its family's), saved where it "
                              "differs from the family's")
+    parser.add_argument("--chip-ops", action="store_true",
+                        help="per op, every op, dtype and size class the chip's own file "
+                             "(tuned/<chip>.json) keys on its own, which would otherwise "
+                             "decide them on this device too (a device of the chip that is "
+                             "not the one the file was tuned on)")
     parser.add_argument("--reps", type=int, default=timing.MIN_REPS,
                         help=f"repetitions per candidate (at least {timing.MIN_REPS})")
     args = parser.parse_args(argv)
+    if args.chip_ops and (args.ops or args.dtypes or args.sizes):
+        parser.error("--chip-ops: the ops, dtypes and sizes are the chip's file's; give "
+                     "--ops, --dtypes and --sizes without it")
     try:
-        cases = _cases(args.ops, args.dtypes, args.sizes)
+        cases = [] if args.chip_ops else _cases(args.ops, args.dtypes, args.sizes or
+                                                ",".join(map(str, CLASS_SIZES)))
     except ValueError as e:
         parser.error(str(e))
     if args.reps < timing.MIN_REPS:
@@ -355,7 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     from tile_mlir.runtime import driver
 
     try:
-        run(cases, ship=args.ship, reps=args.reps, per_op=args.per_op,
+        if args.chip_ops:
+            cases = chip_op_cases(driver.device_chip(0))
+        run(cases, ship=args.ship, reps=args.reps, per_op=args.per_op or args.chip_ops,
             command=" ".join(["python -m tile_mlir.ops.tune", *(argv if argv is not None
                                                                  else sys.argv[1:])]))
     except driver.NoGpuError as e:
@@ -365,6 +377,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def chip_op_cases(chip: str) -> list[tuple[str, str, int]]:
+    """(op, dtype, numel) of each op key the package's file for the chip holds (numel the
+    smallest of the key's size class): --chip-ops. An op key in the chip's file is read
+    before a device's family key (strategy.find), so a device of the chip tunes these
+    ops on their own (tune --per-op keeps their keys even where they say the family's)."""
+    smallest = dict(zip((name for _, name in strategy.SIZE_CLASSES), CLASS_SIZES, strict=True))
+    cases = []
+    for key in sorted(strategy.shipped(chip)):
+        if not key.startswith(strategy.OP_PREFIX):
+            continue
+        op, dtype, size_class = key[len(strategy.OP_PREFIX):].split("/")
+        if op in op_table.ELEMENTWISE and callable(getattr(ops, op, None)):
+            cases.append((op, dtype, 1 << smallest[size_class]))
+    return cases
 
 
 MAX_LOG2 = 34
