@@ -332,7 +332,8 @@ def summary(outcomes: Sequence[Outcome], seconds: float, path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tile_mlir.ops.tune", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tile_mlir.ops.tune", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ops", help="comma-separated ops (default: one per family)")
     parser.add_argument("--dtypes", help="comma-separated dtypes (default: each op's)")
     parser.add_argument("--sizes", help="log2 sizes, one per size class (default: every "
