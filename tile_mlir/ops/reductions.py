@@ -150,13 +150,17 @@ def _stage_values(b: Builder, program: ReductionProgram, src: Array, dst: Array
     return values
 
 
+def _accumulator(dtype: str) -> str:
+    """The type partials of `dtype` are kept in: f32 for 16-bit inputs, else their own."""
+    return "f32" if DTYPES[dtype].bits < 32 else dtype
+
+
 def _run_stages(b: Builder, kind: str, src: Array, final: Array, *,
                 scale_count: int | None) -> None:
     """The stages of one reduction of `src`, viewed as [A, R] (rows) or [A, R, B]."""
     a, r, bb = (*src.shape, 1)[:3]
     contiguous = src.strides == args.row_major(src.shape)
-    acc = "f32" if DTYPES[src.dtype].bits < 32 else src.dtype
-    planned = stages(kind, (a, r, bb), src.dtype, final.dtype, acc=acc,
+    planned = stages(kind, (a, r, bb), src.dtype, final.dtype, acc=_accumulator(src.dtype),
                      scale_count=scale_count,
                      strides=() if contiguous else _classes(src.strides),
                      offset=bool(src.offset))
@@ -268,8 +272,7 @@ def _reduce_into(b: Builder, name: str, x: Array, dims: Sequence[int], *, final:
         _reduce_into(b, name, x, dims, final=final, count=count)
         return
     rest = [d for d in range(len(x.shape)) if d not in first]
-    acc = "f32" if DTYPES[x.dtype].bits < 32 else x.dtype
-    partial = b.temporary([x.shape[d] for d in rest], acc)
+    partial = b.temporary([x.shape[d] for d in rest], _accumulator(x.dtype))
     view = reduction_view(x.shape, x.strides, first)
     assert view is not None
     _run_view(b, kind, x, view, partial, scale_count=None)
@@ -340,7 +343,7 @@ def _explain_into(lines: list[str], kind: str, shape: tuple[int, ...],
     if view is None:
         first = _mergeable_subset(shape, strides, dims)
         rest = [d for d in range(len(shape)) if d not in first]
-        acc = "f32" if DTYPES[src].bits < 32 else src
+        acc = _accumulator(src)
         partial = tuple(shape[d] for d in rest)
         lines.append(f"  the reduced dims {tuple(dims)} do not merge into one run: first "
                      f"{tuple(first)}, into {acc} partials {list(partial)}, then the rest")
@@ -350,7 +353,7 @@ def _explain_into(lines: list[str], kind: str, shape: tuple[int, ...],
                       scale_count=scale_count)
         return
     (a, r, b), _, _ = view
-    acc = "f32" if DTYPES[src].bits < 32 else src
+    acc = _accumulator(src)
     planned = stages(kind, (a, r, b), src, dst, acc=acc, scale_count=scale_count)
     shape_text = f"rows [{a}, {r}]" if b == 1 else f"columns [{a}, {r}, {b}]"
     lines.append(f"  {shape_text}: {_count(len(planned), 'kernel')}"
