@@ -3,7 +3,9 @@ essential traffic (bench/harness.py times and reports).
 
 Cases: sum, amax and amin of [2^26 / N, N] for N in 128, 1024, 8192, 65536, along
 the last dim (row reductions) and along dim 0 (column reductions), in f32, f16 and
-bf16: 72 cases. Traffic: the input read once plus the output written once.
+bf16: 72 cases; and rows of odd length (each starting at another alignment: N of 1025,
+4097 and 50257, GPT-2's vocabulary), sum and amax along the last dim in f32 and bf16,
+[2^26 // N, N]: 12 more. Traffic: the input read once plus the output written once.
 Outputs: fresh (the library's reductions take no out=). Each system's result is
 checked against torch eager's (to 16-bit accumulation's rounding).
 
@@ -24,6 +26,7 @@ SIZES = (128, 1024, 8192, 65536)
 DIMS = (-1, 0)
 TOTAL = 1 << 26
 QUICK_OPS, QUICK_DTYPES, QUICK_SIZES = ("sum", "amax"), ("f32", "bf16"), (1024, 65536)
+ODD_OPS, ODD_DTYPES, ODD_SIZES = ("sum", "amax"), ("f32", "bf16"), (1025, 4097, 50257)
 
 BENCH = Benchmark("reductions", "Reductions (sum, amax, amin over rows and columns)",
                   notes=("shape [M, N]; dim=-1 reduces each row (M results), dim=0 each "
@@ -34,7 +37,7 @@ def case(op: str, dtype: str, n: int, dim: int) -> Case:
     rows = TOTAL // n
     size = harness.ITEMSIZE[dtype]
     out = rows if dim == -1 else n
-    return Case(f"{op} {dtype} {rows}x{n} dim={dim}", (TOTAL + out) * size,
+    return Case(f"{op} {dtype} {rows}x{n} dim={dim}", (rows * n + out) * size,
                 lambda: build(op, dtype, (rows, n), dim), "fresh",
                 {"op": op, "dtype": dtype, "shape": [rows, n], "dim": dim})
 
@@ -42,8 +45,10 @@ def case(op: str, dtype: str, n: int, dim: int) -> Case:
 def plan(quick: bool) -> list[Case]:
     ops, dtypes, sizes = (QUICK_OPS, QUICK_DTYPES, QUICK_SIZES) if quick else \
         (OPS, DTYPES, SIZES)
-    return [case(op, dtype, n, dim) for op in ops for dtype in dtypes for n in sizes
-            for dim in DIMS]
+    odd = [] if quick else [case(op, dtype, n, -1) for op in ODD_OPS for dtype in ODD_DTYPES
+                            for n in ODD_SIZES]
+    return [*(case(op, dtype, n, dim) for op in ops for dtype in dtypes for n in sizes
+              for dim in DIMS), *odd]
 
 
 def check_against(want: Any, dtype: str) -> Any:

@@ -19,6 +19,13 @@ GPU_CASES = [
     # rows cut into chunks by divisors that are not powers of two: 7 chunks of 165
     # rows, 85 of 257
     ("sum", (1155, 256), 0, False, "float32"), ("amax", (21845, 384), 0, False, "bfloat16"),
+    # rows of odd length, held by a CTA or a cluster and read with edges (reduce_rows_held):
+    # clusters of 8 CTAs (50257), of 16 (262145 f32), CTAs of 64 and 128 threads; rows
+    # longer than a cluster holds (2^20 + 1) take the stages
+    ("sum", (1335, 50257), -1, False, "bfloat16"), ("amax", (64, 50257), -1, False, "float32"),
+    ("mean", (4096, 1025), -1, False, "bfloat16"), ("amin", (512, 4097), 1, True, "float16"),
+    ("sum", (16, 262145), -1, False, "float32"), ("sum", (8, 1048577), -1, False, "bfloat16"),
+    ("amax", (300, 999), -1, False, "bfloat16"),
 ]
 
 
@@ -100,3 +107,19 @@ def test_chunks_with_a_tail(name: str, shape: tuple[int, ...], dim: int | None,
         print(f"{name}{tuple(shape)} dim={dim} {dtype} spikes {group}: max |error| "
               f"{float(err):.3g}")
         assert float(err) <= tol * float(max(scale, want.abs().max(), 1.0))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_rows_at_an_odd_offset_with_a_stride(dtype: str) -> None:
+    """Rows of a wider array from an odd column on (each row's start unaligned): sum,
+    amax and amin against float64; the array around the rows is only read."""
+    torch = pytest.importorskip("torch")
+    wide = torch.randn(257, 3000, device="cuda", dtype=getattr(torch, dtype))
+    x = wide[:, 3:2004]
+    for name in ("sum", "amax", "amin"):
+        got = getattr(tile_mlir.ops, name)(x, -1)
+        want = getattr(torch, name)(x.double(), dim=-1)
+        tol = {"float32": 1e-5, "bfloat16": 1.6e-2}[dtype]
+        scale = float(x.double().abs().sum(-1).max()) if name == "sum" else 1.0
+        assert float((got.double() - want).abs().max()) <= tol * max(scale, 1.0), name

@@ -77,7 +77,7 @@ def test_bad_options_are_named(argv: list[str], message: str,
 
 def test_every_dtype_and_peer_for_reductions() -> None:
     cases = load("reductions").plan(False)
-    assert len(cases) == 3 * 3 * 4 * 2
+    assert len(cases) == 3 * 3 * 4 * 2 + 2 * 2 * 3  # and rows of odd length
     assert {(c.params["op"], c.params["dtype"], c.params["dim"]) for c in cases} == {
         (op, dtype, dim) for op in ("sum", "amax", "amin") for dtype in ("f32", "f16", "bf16")
         for dim in (-1, 0)}
@@ -85,6 +85,7 @@ def test_every_dtype_and_peer_for_reductions() -> None:
     by_name = {c.name: c for c in cases}
     assert by_name["sum f32 524288x128 dim=-1"].traffic == ((1 << 26) + 524288) * 4
     assert by_name["amin bf16 524288x128 dim=0"].traffic == ((1 << 26) + 128) * 2
+    assert by_name["sum bf16 1335x50257 dim=-1"].traffic == (1335 * 50257 + 1335) * 2
 
 
 def test_elementwise_cases_and_traffic() -> None:

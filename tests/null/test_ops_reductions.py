@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -205,7 +206,7 @@ def test_bad_arguments_name_them() -> None:
         reductions.sum(np.zeros(4, np.float32), dtype="int32")
 
 
-EXPLAINED = [("sum", (1000, 3), "f32", -1), ("sum", (64, 50257), "bf16", -1),
+EXPLAINED = [("sum", (1000, 3), "f32", -1), ("sum", (64, 4097), "bf16", -1),
              ("amax", (37, 129), "f16", (0, 1)), ("mean", (4, 6, 10), "bf16", (0, 2)),
              ("amin", (5, 300, 7), "bf16", 1), ("sum", (2, 1 << 20), "f32", -1),
              ("prod", (3000, 1031), "bf16", 0), ("sum", (2048, 2048), "f16", None)]
@@ -224,10 +225,14 @@ def test_explain_says_the_kernels_a_call_launches(device: Device, name: str,
         m = re.search(r"tile_mlir.ops reduce \w+: \[[\d, ]+\] (\w+) .*? -> \[([\d, ]+)\] (\w+)",
                       kernel)
         if m is not None:
-            launched.append((m[1], m[3], tuple(int(n) for n in m[2].split(", "))))
+            launched.append(("stage", m[1], m[3], tuple(int(n) for n in m[2].split(", "))))
+        m = re.search(r"<reduce_rows_held: x: (\w+)\[M, \d+\].*?, y: (\w+)\[M\]", kernel)
+        if m is not None:
+            launched.append(("held", m[1], m[2], ()))  # its rows: M, given at launch
     text = reductions.explain(name, shape, dtype, dim)
-    said = [(m[1], m[2], (*(int(n) for n in m[3].split(", ")), 1)[:3])
-            for m in re.finditer(r"reduce_\w+ (\w+) -> (\w+) \[([\d, ]+)\]", text)]
+    said = [("held" if m[1] else "stage", m[2], m[3],
+             () if m[1] else (*(int(n) for n in m[4].split(", ")), 1)[:3])
+            for m in re.finditer(r"reduce_\w+?(_held)? (\w+) -> (\w+) \[([\d, ]+)\]", text)]
     assert said == launched and said, text
 
 
@@ -236,7 +241,10 @@ def test_explain_handles_what_launches_no_reduction() -> None:
     assert reductions.explain("amax", (4, 0), "f32").endswith("amax has no identity: an error")
     assert reductions.explain("sum", (4, 1), "f32").endswith("(a cast kernel)")
     assert "2-byte loads (a row of 50257 elements is not a multiple of 8" in \
-        reductions.explain("sum", (64, 50257), "bf16")
+        reductions.explain("prod", (64, 50257), "bf16")
+    held = reductions.explain("sum", (64, 50257), "bf16")
+    assert "reduce_rows_held bf16 -> bf16 [64]: cluster: " in held and "edges" not in held \
+        and "before and after them apart" in held
     cases: list[tuple[tuple[Any, ...], str]] = [
         (("softmax", (4,), "f32"), "'softmax' is not a reduction"),
         (("sum", (4,), "i32"), "sum takes f32, f16, bf16, not 'i32'"),
@@ -354,6 +362,63 @@ def test_the_kernels_themselves(device: Device, rng: np.random.Generator, name: 
             _close(getattr(ops, name)(view, dim=dim), _reference(name, values, dim, False),
                    dtype)
     assert len(device.launches) >= 9
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
+def test_rows_that_start_unaligned_are_held_with_edges(device: Device,
+                                                       rng: np.random.Generator,
+                                                       dtype: str) -> None:
+    """Rows of odd length (each starting at another alignment) and rows at an odd offset
+    with a row stride are reduced by programs/rows.py's reduce_rows_held (a CTA a row,
+    forced to 64 threads as the row ops' tests emulate it): its aligned vectors, head and
+    tail. sum, amax, amin and mean (scaled) against float64; NaN in a row propagates
+    through amax and amin; rows shorter than a vector; keepdim."""
+    from tile_mlir.ops import rows
+
+    with rows.forced("cta", lanes=64):
+        for shape in ((5, 1001), (4, 7), (3, 3), (2, 522)):
+            x = device.array(rng.standard_normal(shape).astype(np.float32), dtype)
+            values = x.numpy()
+            for name in ("sum", "amax", "amin", "mean"):
+                before = len(device.launches)
+                _close(getattr(ops, name)(x, dim=-1), _reference(name, values, -1, False),
+                       dtype)
+                held = [t for t in device.launches[before:] if "reduce_rows_held" in t]
+                assert len(held) == len(device.launches) - before == 1, (shape, name)
+        wide = rng.standard_normal((6, 700)).astype(np.float32)
+        wide[2, 300] = np.nan
+        buffer = device.array(wide, dtype)
+        x = buffer.view((6, 601), (700, 1), 3)  # an odd offset, a row stride of 700
+        values = buffer.numpy()[:, 3:604]
+        for name in ("amax", "amin", "sum"):
+            got = getattr(ops, name)(x, dim=1, keepdim=True)
+            want = _reference(name, values, 1, True)
+            assert np.isnan(got.numpy()[2, 0]) and np.isnan(want[2, 0])
+            rest = [0, 1, 3, 4, 5]
+            np.testing.assert_allclose(got.numpy()[rest].astype(np.float64), want[rest],
+                                       rtol={"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}[dtype],
+                                       atol=0.05 if name == "sum" and dtype != "f32" else 1e-6)
+
+
+def test_aligned_rows_and_prod_keep_the_reduction_kernels(device: Device,
+                                                          rng: np.random.Generator) -> None:
+    """Rows that start aligned, products, and rows a warp holds (no edges there) take
+    programs/reduction.py's reduce_rows as before."""
+    from tile_mlir.ops import rows
+
+    x = device.array(rng.standard_normal((4, 1024)).astype(np.float32), "bf16")
+    odd = device.array(1 + 0.01 * rng.standard_normal((4, 1001)).astype(np.float32), "f32")
+    with rows.forced("cta", lanes=64):
+        calls: list[Callable[[], Any]] = [lambda: ops.sum(x, dim=-1),
+                                          lambda: ops.prod(odd, dim=-1)]
+        for call in calls:
+            before = len(device.launches)
+            call()
+            assert not any("reduce_rows_held" in t for t in device.launches[before:])
+    short = device.array(rng.standard_normal((64, 33)).astype(np.float32), "f32")
+    before = len(device.launches)
+    _close(ops.sum(short, dim=-1), _reference("sum", short.numpy(), -1, False), "f32")
+    assert not any("reduce_rows_held" in t for t in device.launches[before:])
 
 
 def test_prod_and_keepdim(device: Device, rng: np.random.Generator) -> None:

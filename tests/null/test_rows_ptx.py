@@ -273,3 +273,36 @@ def test_rows_with_edges_compile_to_the_aligned_rows_ptx(op: str, m: int, n: int
                  "mbarrier.test_wait", "shfl.sync.bfly", "prefetch.global.L2"):
         assert ptx.count(mark) == aligned.count(mark), mark
     _check_occupancy(_program(op, g, m, n, dtype), ptx, registers)
+
+
+@pytest.mark.parametrize(("kind", "m", "n", "dtype"), [
+    ("sum", 4096, 50257, "bf16"),  # a cluster of 8 CTAs of 128 threads
+    ("max", 2048, 50257, "f32"),
+    ("sum", 65536, 1025, "bf16"),  # a CTA of 64 threads
+    ("min", 16384, 4097, "f32"),  # a CTA of 128 threads
+], ids=str)
+def test_held_row_reductions_read_rows_of_odd_length_in_16_byte_loads(
+        kind: str, m: int, n: int, dtype: str) -> None:
+    """ops/reductions.py's rows that start unaligned (reduce_rows_held): the row's
+    vectors in 16-byte loads (a part each), the head and the tail in one load each, one
+    reduction (the cluster's through its mailboxes), one store of the row's result; no
+    spill, the occupancy a cluster's row kernel asks for."""
+    from tile_mlir.lang import ArrayDesc
+
+    size = DTYPES[dtype].bytes
+    plan = rows.with_edges(lambda v: rows.choose(m, n, v, 16, itemsize=size), n,
+                           rows.vector_width(n, dtype, []), 16 // size)
+    g = plan.geometry
+    assert g.edges and g.vec == 16 // size, plan.reason
+    arrays: dict[str, Any] = {"x": ArrayDesc(dtype, (m, n), None, 1 << 20),
+                              "y": ArrayDesc(dtype, (m,), None, 1 << 36)}
+    program = programs.specialize(programs.reduce_rows_held, arrays,
+                                  {"G": g.constexpr(), "KIND": kind})
+    ptx, registers = _compiled(program)
+    scalar = "b16" if size == 2 else "b32"
+    assert ptx.count("ld.global.nc.v4.b32") == g.row_parts(n)
+    assert ptx.count(f"ld.global.nc.{scalar}") == 2
+    assert ptx.count("st.global") == 1 and ptx.count(f"st.global.{scalar}") == 1
+    if g.strategy == "cluster":
+        assert ptx.count("mbarrier.test_wait.parity") == 1  # one reduction's mailbox
+    _check_occupancy(program, ptx, registers)

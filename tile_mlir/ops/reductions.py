@@ -17,9 +17,11 @@ memory, kept in order: the result is row-major over them), choosing the split wh
 innermost stride is 1. The view [A, R, B] is one of programs/reduction.py's two
 shapes, rows (B = 1) or columns, its strides and element offset kernel arguments.
 A layout no split merges is first copied to a contiguous temporary (the elementwise
-cast kernel), then reduced. Partials are kept in f32 for 16-bit inputs; a mean
-scales by 1/count in the last kernel, before rounding. out= that the last kernel
-cannot write directly (strided, misaligned, another dtype) receives a copy.
+cast kernel), then reduced. Rows whose starts are not 16-byte aligned are reduced by a
+row op's kernel instead, each row held in registers and read with edges (`_held`).
+Partials are kept in f32 for 16-bit inputs; a mean scales by 1/count in the last
+kernel, before rounding. out= that the last kernel cannot write directly (strided,
+misaligned, another dtype) receives a copy.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import numpy as np
 
 from tile_mlir.contract import ACCESS_BYTES, contiguous
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.ops import args, coalesce, entry
+from tile_mlir.ops import args, coalesce, entry, rows
 from tile_mlir.ops.args import Array, Scalar, torch_name
 from tile_mlir.ops.elementwise import In, apply, check_out
 from tile_mlir.ops.plan import Builder
@@ -45,6 +47,7 @@ from tile_mlir.ops.programs.reduction import (
     rows_per_cta,
     stages,
 )
+from tile_mlir.ops.programs.rows import reduce_rows_held
 
 SUPPORTED = ("f32", "f16", "bf16")
 NAMES = ("sum", "amax", "amin", "prod", "mean")
@@ -155,9 +158,50 @@ def _accumulator(dtype: str) -> str:
     return "f32" if DTYPES[dtype].bits < 32 else dtype
 
 
+HELD_KINDS = ("sum", "max", "min")
+"""The kinds a row held in registers reduces (programs/rows.py's reduce_rows_held)."""
+
+
+def _held(kind: str, src: str, dst: str, vec: int, plan: Callable[[int], rows.Plan]
+          ) -> rows.Plan | None:
+    """How rows of `src` elements that start unaligned (accessed `vec` at a time: an odd
+    length, an odd row stride or offset) are reduced as the row ops read such rows: each
+    held by one CTA or cluster (the row planner's `plan` at 16-byte accesses) and read as
+    its aligned 16-byte vectors and the few elements before and after them (edges),
+    where programs/reduction.py's reduce_rows narrows every access to the element's
+    width. None where that does not apply: a prod, a result in another dtype (a first
+    pass into f32 partials), aligned rows, or rows the planner gives no edges (a warp's
+    rows of a few hundred elements, the split of rows longer than a cluster holds)."""
+    wide = ACCESS_BYTES // DTYPES[src].bytes
+    if kind not in HELD_KINDS or dst != src or vec >= wide:
+        return None
+    chosen = plan(wide)
+    return chosen if chosen.geometry.edges else None
+
+
+def _held_rows(b: Builder, kind: str, src: Array, final: Array, *,
+               scale_count: int | None) -> bool:
+    """Launch reduce_rows_held for rows [A, R] where `_held` gives a plan; False where it
+    does not (the stages reduce them)."""
+    if len(src.shape) != 2 or src.strides[1] != 1:
+        return False
+    a, r = src.shape
+    vec = rows.vector_of(r, [src])
+    plan = _held(kind, src.dtype, final.dtype, vec, lambda wide: rows.plan_for(
+        a, r, vec, b.device, itemsize=src.itemsize, wide=wide))
+    if plan is None:
+        return False
+    rows.launch(b, reduce_rows_held, plan.geometry, a, {"x": src, "y": final.view((a,), (1,))},
+                scalars={}, KIND=kind, SCALE=1.0 / scale_count if scale_count else 1.0)
+    return True
+
+
 def _run_stages(b: Builder, kind: str, src: Array, final: Array, *,
                 scale_count: int | None) -> None:
-    """The stages of one reduction of `src`, viewed as [A, R] (rows) or [A, R, B]."""
+    """The stages of one reduction of `src`, viewed as [A, R] (rows) or [A, R, B]; rows
+    that start unaligned by one kernel of a row held in registers (_held_rows)."""
+    if _held_rows(b, kind, src, final, scale_count=scale_count):
+        return
     a, r, bb = (*src.shape, 1)[:3]
     contiguous = src.strides == args.row_major(src.shape)
     planned = stages(kind, (a, r, bb), src.dtype, final.dtype, acc=_accumulator(src.dtype),
@@ -353,6 +397,16 @@ def _explain_into(lines: list[str], kind: str, shape: tuple[int, ...],
                       scale_count=scale_count)
         return
     (a, r, b), _, _ = view
+    vec = rows.vector_width(r, src, [])
+    held = None if b > 1 else _held(kind, src, dst, vec, lambda wide: rows.chosen(
+        a, r, vec, rows.LARGEST_CLUSTER, itemsize=DTYPES[src].bytes, inputs=1, early=0,
+        f32_ahead=False, wide=wide))
+    if held is not None:
+        scale = f"; scaled by 1/{scale_count}" if scale_count else ""
+        lines.append(f"  rows [{a}, {r}]: 1 kernel, a row held in registers")
+        lines.append(f"  - reduce_rows_held {src} -> {dst} [{a}]: "
+                     f"{held.geometry.strategy}: {held.reason}{scale}")
+        return
     acc = _accumulator(src)
     planned = stages(kind, (a, r, b), src, dst, acc=acc, scale_count=scale_count)
     shape_text = f"rows [{a}, {r}]" if b == 1 else f"columns [{a}, {r}, {b}]"

@@ -613,7 +613,7 @@ STATS = {"softmax": 2, "rms_norm": 1, "layer_norm": 3, "fused_add_rms_norm": 1}
 squares), layer norm (count, mean, M2)."""
 
 
-def _launch(b: Builder, function: Any, g: Geometry, m: int, arrays: dict[str, Array], *,
+def launch(b: Builder, function: Any, g: Geometry, m: int, arrays: dict[str, Array], *,
             scalars: dict[str, Value], **constexprs: Any) -> None:
     """One kernel of programs/rows.py on `m` rows: its arguments by its roles."""
     program = programs.specialize(function, arrays, {"G": g.constexpr(), **constexprs})
@@ -662,7 +662,7 @@ def run(b: Builder, call: RowCall) -> Plan:
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":
-        _launch(b, one, g, call.m, call.arrays, scalars=call.scalars, **call.flags)
+        launch(b, one, g, call.m, call.arrays, scalars=call.scalars, **call.flags)
         return plan
     stats = b.temporary((call.m, STATS[call.family], g.chunks), "f32")
     given = {**call.arrays, "stats": stats}
@@ -673,9 +673,9 @@ def run(b: Builder, call: RowCall) -> Plan:
         pass_two = {"x": given["r"], "w": given["w"], "stats": stats, "y": given["x"]}
     else:
         pass_two = {k: v for k, v in given.items() if k != "r"}
-    _launch(b, first, g, call.m, pass_one, scalars={})
+    launch(b, first, g, call.m, pass_one, scalars={})
     flags = {"HAS_W": True} if call.family == "fused_add_rms_norm" else call.flags
-    _launch(b, second, g, call.m, pass_two, scalars=call.scalars, **flags)
+    launch(b, second, g, call.m, pass_two, scalars=call.scalars, **flags)
     return plan
 
 

@@ -98,8 +98,10 @@ FLOOR = -3.4028234663852886e38
 of exp is 0, not exp(-inf + inf) = NaN, and the row's combined sum stays right)."""
 
 STRATEGIES = ("warp", "cta", "cluster", "split")
-COMBINE = {"max": "maximum", "sum": "add"}
+COMBINE = {"max": "maximum", "min": "minimum", "sum": "add"}
 """The elementwise op that folds two parts of a row for each reduction kind used."""
+IDENTITY = {"max": NEG_INF, "min": float("inf"), "sum": 0.0}
+"""What pads a part past the row for each reduction kind (reduce_rows_held)."""
 
 
 @dataclass(frozen=True)
@@ -795,6 +797,22 @@ def specialize(function: KernelFunction, arrays: Mapping[str, Described],
             given[p.name] = constexprs[p.name]
     spec = function.signature(**given)
     return LangProgram(function, spec, f"tile_mlir.ops rows: {spec!r}")
+
+
+Result = Annotated[tl.Tensor, "D", ("M",)]
+
+
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
+def reduce_rows_held(x: Row, y: Result, *, G: tl.constexpr, KIND: tl.constexpr,
+                     SCALE: tl.constexpr = 1.0) -> None:
+    """A row's sum, max or min (KIND), times SCALE (a mean's 1/N), into y[row]: the row
+    held by one CTA or cluster in registers, as the row ops hold theirs, so that a row
+    that starts unaligned (of odd length) is read with edges (16-byte accesses), where
+    reduction.py's reduce_rows takes the element's width (ops/reductions.py's
+    HELD_ROWS)."""
+    rows = Rows(Geometry.of(G), x.shape[1])
+    total = rows.reduce(KIND, rows.load(x, IDENTITY[KIND]))
+    rows.scope.mul(y.reshape((y.shape[0], 1))[tl.ds(rows.row, 1)], total, SCALE)
 
 
 KERNELS: dict[str, tuple[KernelFunction, ...]] = {
