@@ -402,8 +402,9 @@ def test_rows_that_start_unaligned_are_held_with_edges(device: Device,
 
 def test_aligned_rows_and_prod_keep_the_reduction_kernels(device: Device,
                                                           rng: np.random.Generator) -> None:
-    """Rows that start aligned, products, and rows a warp holds (no edges there) take
-    programs/reduction.py's reduce_rows as before."""
+    """Rows that start aligned, products, rows a warp holds (no edges there) and rows
+    too few to fill the GPU (one odd row of 300001: the stages cut it into chunks over
+    more CTAs than a cluster) take programs/reduction.py's reduce_rows as before."""
     from tile_mlir.ops import rows
 
     x = device.array(rng.standard_normal((4, 1024)).astype(np.float32), "bf16")
@@ -415,10 +416,12 @@ def test_aligned_rows_and_prod_keep_the_reduction_kernels(device: Device,
             before = len(device.launches)
             call()
             assert not any("reduce_rows_held" in t for t in device.launches[before:])
-    short = device.array(rng.standard_normal((64, 33)).astype(np.float32), "f32")
-    before = len(device.launches)
-    _close(ops.sum(short, dim=-1), _reference("sum", short.numpy(), -1, False), "f32")
-    assert not any("reduce_rows_held" in t for t in device.launches[before:])
+    for shape in ((64, 33), (300001,)):
+        few = device.array(rng.standard_normal(shape).astype(np.float32), "f32")
+        before = len(device.launches)
+        _close(ops.sum(few, dim=-1), _reference("sum", few.numpy(), -1, False), "f32")
+        assert not any("reduce_rows_held" in t for t in device.launches[before:])
+    assert "reduce_rows f32 -> f32 [1, 19]" in reductions.explain("sum", (300001,), "f32")
 
 
 def test_prod_and_keepdim(device: Device, rng: np.random.Generator) -> None:

@@ -43,6 +43,7 @@ from tile_mlir.ops.programs.reduction import (
     ReductionProgram,
     Stage,
     columns_per_cta,
+    cut_rows,
     row_threads,
     rows_per_cta,
     stages,
@@ -162,18 +163,22 @@ HELD_KINDS = ("sum", "max", "min")
 """The kinds a row held in registers reduces (programs/rows.py's reduce_rows_held)."""
 
 
-def _held(kind: str, src: str, dst: str, vec: int, plan: Callable[[int], rows.Plan]
-          ) -> rows.Plan | None:
+def _held(kind: str, src: str, dst: str, shape: tuple[int, int], vec: int, *,
+          plan: Callable[[int], rows.Plan]) -> rows.Plan | None:
     """How rows of `src` elements that start unaligned (accessed `vec` at a time: an odd
     length, an odd row stride or offset) are reduced as the row ops read such rows: each
     held by one CTA or cluster (the row planner's `plan` at 16-byte accesses) and read as
     its aligned 16-byte vectors and the few elements before and after them (edges),
     where programs/reduction.py's reduce_rows narrows every access to the element's
     width. None where that does not apply: a prod, a result in another dtype (a first
-    pass into f32 partials), aligned rows, or rows the planner gives no edges (a warp's
-    rows of a few hundred elements, the split of rows longer than a cluster holds)."""
+    pass into f32 partials), aligned rows, rows too few to fill the GPU by themselves
+    (the stages cut those into chunks over more CTAs than a CTA or cluster a row
+    gives), or rows the planner gives no edges (a warp's rows of a few hundred elements,
+    the split of rows longer than a cluster holds)."""
+    a, r = shape
     wide = ACCESS_BYTES // DTYPES[src].bytes
-    if kind not in HELD_KINDS or dst != src or vec >= wide:
+    if kind not in HELD_KINDS or dst != src or vec >= wide or \
+            cut_rows(a, r, DTYPES[src].bytes).chunks > 1:
         return None
     chosen = plan(wide)
     return chosen if chosen.geometry.edges else None
@@ -187,7 +192,7 @@ def _held_rows(b: Builder, kind: str, src: Array, final: Array, *,
         return False
     a, r = src.shape
     vec = rows.vector_of(r, [src])
-    plan = _held(kind, src.dtype, final.dtype, vec, lambda wide: rows.plan_for(
+    plan = _held(kind, src.dtype, final.dtype, (a, r), vec, plan=lambda wide: rows.plan_for(
         a, r, vec, b.device, itemsize=src.itemsize, wide=wide))
     if plan is None:
         return False
@@ -398,7 +403,7 @@ def _explain_into(lines: list[str], kind: str, shape: tuple[int, ...],
         return
     (a, r, b), _, _ = view
     vec = rows.vector_width(r, src, [])
-    held = None if b > 1 else _held(kind, src, dst, vec, lambda wide: rows.chosen(
+    held = None if b > 1 else _held(kind, src, dst, (a, r), vec, plan=lambda wide: rows.chosen(
         a, r, vec, rows.LARGEST_CLUSTER, itemsize=DTYPES[src].bytes, inputs=1, early=0,
         f32_ahead=False, wide=wide))
     if held is not None:

@@ -271,7 +271,7 @@ def _uneven(r: int, want: int, width: int) -> Cut:
     return Cut(full + len(tail), piece, tail)
 
 
-def _cut_rows(a: int, r: int, nbytes: int) -> Cut:
+def cut_rows(a: int, r: int, nbytes: int) -> Cut:
     """How to cut each of A rows so that the grid fills the GPU: into the largest power of
     two of chunks that divides R (keeping every chunk's vectors aligned) up to what fills
     it, if that is at least half of it; else into chunks of a length of whole 16-byte
@@ -308,7 +308,7 @@ def _cut(a: int, r: int, b: int, nbytes: int, first: bool) -> Cut:
     """The cut of a stage: the source tensor's, and partials' when there are many."""
     if not first and a * r * b * nbytes < SMALL_STAGE:
         return Cut(1)
-    return _cut_rows(a, r, nbytes) if b == 1 else _cut_columns(a, r, b, nbytes)
+    return cut_rows(a, r, nbytes) if b == 1 else _cut_columns(a, r, b, nbytes)
 
 
 def stages(kind: str, view: tuple[int, int, int], src: str, dst: str, *, acc: str,
