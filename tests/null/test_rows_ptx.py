@@ -88,6 +88,7 @@ CASES = [
     ("rms_norm", 8192, 4096, "bf16"),  # cta
     ("layer_norm", 2048, 16384, "f32"),
     ("fused_add_rms_norm", 8192, 16384, "bf16"),
+    ("softmax", 8192, 16384, "bf16"),  # cta: 512 threads, 256 rows ahead (CTA_AHEAD_BYTES)
     ("softmax", 1024, 65536, "bf16"),  # cluster of 8 CTAs of 128 threads
     ("layer_norm", 1024, 32768, "f32"),  # cluster of 4
     ("fused_add_rms_norm", 1024, 65536, "bf16"),
@@ -117,7 +118,8 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     # a cluster's rows (of ops of one input) prefetch the row `ahead` rows on, each thread
     # its vectors of it (8 of 16 bytes a thread of 2^18 bf16 elements): 16-bit rows of up
     # to AHEAD_ROW_MAX bytes, and the F32_AHEAD families' f32 rows of LONG_ROW to
-    # F32_ROW_MAX bytes; AHEAD_BYTES on, LONG_AHEAD_BYTES from LONG_ROW bytes
+    # F32_ROW_MAX bytes; AHEAD_BYTES on, LONG_AHEAD_BYTES from LONG_ROW bytes; and a CTA of
+    # MAX_CTA // 2 threads a 16-bit row CTA_AHEAD_BYTES on
     size = DTYPES[dtype].bytes
     row = n * size
     fetches = -(-row // 16 // g.lanes) if g.ahead else 0
@@ -127,6 +129,9 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     if one and ((size == 2 and row <= rows.AHEAD_ROW_MAX) or wide):
         distance = rows.LONG_AHEAD_BYTES if row >= rows.LONG_ROW else rows.AHEAD_BYTES
         assert g.ahead == distance // row
+    elif g.strategy == "cta" and g.lanes == rows.MAX_CTA // 2 and size == 2 and \
+            rows.inputs_of(op) == 1:
+        assert g.ahead == rows.CTA_AHEAD_BYTES // row
     else:
         assert g.ahead == 0
     reductions, values = _rounds_and_values(op, g)

@@ -141,6 +141,22 @@ mailboxes). The fused add + RMSNorm reads two arrays of rows and prefetches neit
 2^18 2.84 -> 2.48-2.64 at 5-7 MiB of both; 6 MiB of x's alone 2.895 -> 2.72, of r's
 2.79; bf16 2^18 at 6 MiB 2.92 -> 2.89 and 2.88, bf16 2^16 at 4 MiB 3.12 -> 2.87 and
 2.93)."""
+CTA_AHEAD_BYTES = 8 << 20
+"""Bytes of input rows ahead that the largest planned CTAs of a row prefetch into L2
+(`_cta_ahead`: MAX_CTA // 2 threads, 16-bit elements, ops of one input: rows of 8193 to
+16384 elements, two CTAs an SM), as a cluster's do: with only two CTAs an SM, both
+often reduce at once, with nothing of their own in flight. Measured on an H200 (rows of
+16384 at 256 MiB, one process, the distances and torch interleaved, 150 repetitions,
+TB/s; none, 4, 8, 12, 16 MiB on): softmax bf16 3.75, 3.86, 3.94, 3.79, 3.18;
+log_softmax 3.77, 3.86, 3.91, 3.76, 3.17; layer norm 3.97, 4.03, 4.14, 3.61, 3.20;
+RMSNorm 4.14, 4.25, 4.17, 3.70, 3.28 (torch.compile 1.85, 2.39, 4.09, 4.17). Smaller
+CTAs, whose SMs hold more of them, lose by it: softmax bf16 rows of 4096 (128 threads)
+4.21 -> 4.18 at 4 MiB, 4.14 at 8; rows of 1025 (64 threads, edges) 3.60 -> 3.42 and
+3.21; a held sum of rows of 1025 3.21 -> 2.90; f32 rows of 16384 (512 threads, twice the
+bytes a thread) 4.21 -> 4.14 and 4.15; layer norm bf16 rows of 8191 (edges) 2.99 ->
+3.00 and 2.99. bench/fused.py's bf16 rows of 16384 (128 MiB, another process): softmax
+3.70 -> 3.84, log_softmax 3.70 -> 3.76, layer norm 3.89 -> 3.96, RMSNorm 4.09 -> 4.05
+(torch.compile 4.07 -> 4.03 beside it)."""
 EARLY_PARTS = {"rms_norm": 2, "fused_add_rms_norm": 2}
 """Parts of the weight each thread of a cluster reads into registers right after its row,
 before the reductions (Geometry.early), per op family that has a weight; the other parts
@@ -223,6 +239,17 @@ def _cta(nv: int, vec: int, most: int) -> Plan | None:
                    "warps through shared memory (one barrier each)")
 
 
+def _cta_ahead(plan: Plan, n: int, itemsize: int, inputs: int) -> Plan:
+    """`plan` prefetching CTA_AHEAD_BYTES of rows on, where it is a CTA of MAX_CTA // 2
+    threads a row of 16-bit elements of an op of one input."""
+    g = plan.geometry
+    if g.strategy != "cta" or g.lanes != MAX_CTA // 2 or itemsize != 2 or inputs != 1:
+        return plan
+    ahead = max(1, CTA_AHEAD_BYTES // (n * itemsize))
+    return Plan(replace(g, ahead=ahead),
+                f"{plan.reason}; each CTA prefetches the row {ahead} rows on into L2")
+
+
 def _ahead(n: int, itemsize: int, inputs: int, f32: bool = False) -> int:
     """Rows ahead whose input a cluster prefetches into L2 (0: none), for ops of one input
     (`inputs` arrays of rows): rows of 16-bit elements of at most AHEAD_ROW_MAX bytes, and
@@ -282,7 +309,7 @@ def choose(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: in
     found = _whole_warp(nv, vec, itemsize) or _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
         _cluster(nv, vec, clusters, _ahead(n, itemsize, inputs, f32_ahead), early) or \
         _cta(nv, vec, MAX_CTA)
-    plan = found or _split(nv, vec, clusters)
+    plan = _cta_ahead(found, n, itemsize, inputs) if found else _split(nv, vec, clusters)
     if nv * vec != n:  # rows with edges: the strategies count the whole vectors
         return Plan(plan.geometry, plan.reason.replace(f"a row of {nv * vec} ",
                                                        f"a row of {n} ", 1))
@@ -414,7 +441,7 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
     reason = plan.reason
     if planned and g.strategy == "cta" and wide == ACCESS_BYTES // 2 and \
             g.lanes // EDGE_CTA_SHARE >= EDGE_CTA_MIN:
-        g = replace(g, lanes=g.lanes // EDGE_CTA_SHARE)
+        g = replace(g, lanes=g.lanes // EDGE_CTA_SHARE, ahead=0)
         reason = (f"a row of {n} fits one CTA of {g.threads} threads holding "
                   f"{g.row_parts(n) * wide} elements each (a row with edges: half the "
                   "threads of an aligned one); reductions across its warps through shared "
