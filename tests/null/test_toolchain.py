@@ -1,6 +1,8 @@
 """null tier: the toolchain's occupancy requests (toolchain.settle): a kernel's
-`.minnctapersm` is kept where ptxas fits it without spilling and dropped where it spills,
-the cubin then the one of the PTX without it (ptxas of the pinned wheel, no GPU)."""
+`.minnctapersm` is kept where ptxas fits it without spilling; where it spills, the
+highest lower request that does not and gives more CTAs an SM than none takes its place,
+else none (the cubin then the one of the PTX without it); ptxas of the pinned wheel, no
+GPU."""
 
 from __future__ import annotations
 
@@ -48,12 +50,17 @@ def _registers(report: str) -> int:
     return int(found.group(1))
 
 
+def _request(ptx: str, ctas: int) -> str:
+    return ptx.replace(".maxntid", f".minnctapersm {ctas}\n.maxntid", 1)
+
+
 @pytest.mark.parametrize("ctas", [2, 3, 8])
 def test_a_request_is_kept_where_it_does_not_spill(plain_ptx: str, ctas: int) -> None:
-    requested = plain_ptx.replace(".maxntid", f".minnctapersm {ctas}\n.maxntid", 1)
+    requested = _request(plain_ptx, ctas)
     spilled = toolchain.spills(_report(requested))
     settled, cubin = toolchain.settle(requested)
     if spilled:  # 8 CTAs of 256 threads leave 32 registers a thread: it spills
+        # so do 3 to 7, and unasked ptxas gives it 2 (over 80 registers): none is kept
         assert settled == plain_ptx
         assert cubin == toolchain.settle(plain_ptx)[1]
         assert not toolchain.spills(_report(settled))
@@ -62,6 +69,38 @@ def test_a_request_is_kept_where_it_does_not_spill(plain_ptx: str, ctas: int) ->
         assert _registers(_report(settled)) * 256 * ctas <= 65536
     assert ctas != 8 or spilled
     assert toolchain.assemble(requested) == cubin
+
+
+def test_a_lower_request_where_it_gives_more_ctas_than_none() -> None:
+    """log_softmax bf16 over rows of 32001 (a cluster of 4 CTAs of 128 threads, edges):
+    its request of 6 CTAs an SM spills, 5 does not, and unasked ptxas gives it 4 (over 96
+    registers): it is compiled asking for 5."""
+    x: Any = ArrayDesc("bf16", (2097, 32001), None, 1 << 20)
+    y: Any = ArrayDesc("bf16", (2097, 32001), None, 1 << 32)
+    g = Geometry("cluster", 8, 512, 1, 4, ahead=65, edges=True)
+    program = programs.specialize(programs.softmax_rows, {"x": x, "y": y},
+                                  {"G": g.constexpr(), "LOG": True})
+    assert program.spec.occupancy == 6
+    ptx = tile_mlir.compile(program.ir(), chip="sm_90", cache=False).ptx["kernels"]
+    assert ptx.count(".minnctapersm") == 1 and ".minnctapersm 5" in ptx
+    report = _report(ptx)
+    assert not toolchain.spills(report) and toolchain.ctas_an_sm(report, 128) == 5
+    bare = toolchain.OCCUPANCY.sub("", ptx)
+    assert toolchain.ctas_an_sm(_report(bare), 128) == 4
+    assert toolchain.spills(_report(_request(bare, 6)))
+    assert toolchain.settle(_request(bare, 6))[0] == _request(bare, 5)
+    assert toolchain.settle(_request(bare, 5))[0] == _request(bare, 5)  # kept
+    assert toolchain.settle(_request(bare, 6), spill=-1)[0] == bare  # nothing meets it
+    several = _request(_request(bare, 6), 6)
+    assert toolchain.settle(several)[0] == bare  # two requests: none
+
+
+def test_ctas_an_sm_counts_registers_as_allocated() -> None:
+    report = "ptxas info    : Used 125 registers, 16 bytes cmem[0]\n"  # 128 allocated
+    assert toolchain.ctas_an_sm(report, 256) == 2
+    assert toolchain.ctas_an_sm(report, 96) == 5  # 3 warps of 128 registers a thread
+    assert toolchain.ctas_an_sm(report, 100) == 4  # 4 warps: a warp is allocated whole
+    assert toolchain.ctas_an_sm("", 256) == 0
 
 
 def test_spills_reads_every_function_of_the_report() -> None:
@@ -79,11 +118,13 @@ def test_a_request_that_spills_is_kept_within_its_allowance(row_ir: str,
                                                             plain_ptx: str) -> None:
     """8 CTAs of 256 threads spill: settle keeps the request where the spill stores are
     within `spill` bytes; the compiler passes settle the gpu.func's SPILL_ATTR."""
-    requested = plain_ptx.replace(".maxntid", ".minnctapersm 8\n.maxntid", 1)
+    requested = _request(plain_ptx, 8)
     stored = max(int(n) for n in re.findall(r"(\d+) bytes spill stores", _report(requested)))
     assert stored > 0
     assert toolchain.settle(requested, spill=stored)[0] == requested
-    assert toolchain.settle(requested, spill=stored - 1)[0] == plain_ptx
+    lowered = toolchain.settle(requested, spill=stored - 1)[0]  # a lower request, or none
+    assert ".minnctapersm 8" not in lowered
+    assert not toolchain.spills(_report(lowered), stored - 1)
     for allowed, kept in [(stored, True), (stored - 1, False)]:
         text = row_ir.replace("nvvm.minctasm = 3 : i32", f"nvvm.minctasm = 8 : i32, "
                               f"{toolchain.SPILL_ATTR} = {allowed} : i32")

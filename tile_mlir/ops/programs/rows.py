@@ -91,6 +91,7 @@ import tile_mlir.lang as tl
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.lang.kernel import KernelFunction
 from tile_mlir.ops.programs.lang import LangProgram
+from tile_mlir.toolchain import REGISTERS
 
 NEG_INF = float("-inf")
 FLOOR = -3.4028234663852886e38
@@ -170,8 +171,6 @@ def _cluster(constexprs: dict[str, Any]) -> int | None:
     return g.ctas if g.ctas > 1 else None
 
 
-REGISTERS = 65536
-"""32-bit registers of an SM (every sm_70..sm_90 GPU)."""
 CLUSTER_REGISTERS = 80
 """Registers a thread of a cluster's row kernel is asked to make do with (its 64 values
 of the row, ops/rows.py's CLUSTER_HELD, and 16 more), through tl.kernel's occupancy: the
@@ -183,7 +182,10 @@ TB/s, RMSNorm f32 2^18 2.68 -> 2.72, layer norm bf16 2^18 1.96 -> 2.28 (with a s
 few bytes), the rest within 1%; layer norm f32 spilled tens of bytes and ran 6-10% slower.
 The toolchain drops a request that spills more than the kernel allows (none, but for
 LAYER_SPILL), so with CUDA 13.0's ptxas layer norm f32 keeps its 95-96 registers
-(bench/results/fused: softmax f32 2^18 2.52 -> 2.67, the rest unchanged)."""
+(bench/results/fused: softmax f32 2^18 2.52 -> 2.67, the rest unchanged); where a
+kernel's request spills, the toolchain asks for fewer CTAs (toolchain.settle), so that
+log_softmax bf16 over rows of 32001 takes 5 CTAs of 128 threads (96 registers), not
+4."""
 LAYER_SPILL = 32
 """Bytes of spill stores layer norm's cluster kernel over rows of 16-bit vectors may pay
 for its CLUSTER_REGISTERS (tl.kernel's occupancy=(ctas, bytes)). Measured on an H100 with
