@@ -254,7 +254,7 @@ def _compile(text: str, module: ir.Module | None, *, path: Path | None, name: st
             chip = specific_chip(chip, stages[stage])
         ptx = binaries(module)
     result = Program(chip, kernels, ptx, {}, stages)
-    if cubin:  # the PTX kept is the PTX assembled (an occupancy request may be dropped)
+    if cubin:  # the PTX kept is the PTX assembled (an occupancy request may be lowered)
         for m, text_ in list(ptx.items()):
             ptx[m], result.cubin[m] = settle(text_, chip, spill=allowed.get(m, 0))
     return result

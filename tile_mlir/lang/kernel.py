@@ -546,8 +546,9 @@ def kernel(fn: Callable[..., Any] | None = None, *, threads: Any = 256,
     clusters (nvvm.cluster_dim), its ops may take scope `tl.cluster`, and its grid must
     be whole clusters. occupancy: the CTAs an SM should fit at once, as threads is given
     (None: no request): ptxas caps the registers of a thread to fit them
-    (.minnctapersm); a request that would make it spill is dropped (toolchain.settle),
-    but where it is (ctas, bytes): one that spills at most that many bytes is kept.
+    (.minnctapersm); a request that would make it spill gives way to a lower one that
+    does not, or none (toolchain.settle); where it is (ctas, bytes), spilling at most
+    that many bytes counts as not spilling.
 
     A function with `**params` is an open kernel: its parameters are those of the
     Specializations its caller makes (the operator library's kernels, whose operands

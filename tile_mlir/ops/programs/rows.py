@@ -194,7 +194,7 @@ one run: rows of 2^16 spill 16 bytes (95 registers free: 5 CTAs of 128 threads a
 capped) and ran 2.49 -> 2.60 TB/s, rows of 2^18 24 bytes (89 free: 2 CTAs of 256, 3
 capped) 1.95 -> 2.28. Not a rule for every kernel: layer norm f32 spills 60-64 bytes and
 ran 8-11% slower kept; RMSNorm f32 and the fused add + RMSNorm bf16 spill 16 bytes and
-ran 2-4% slower kept (their requests are dropped)."""
+ran 2-4% slower kept (their requests give way: toolchain.settle)."""
 
 
 def _occupancy(constexprs: dict[str, Any]) -> int | None:
