@@ -175,7 +175,7 @@ def _check_occupancy(program: LangProgram, ptx: str, registers: int) -> None:
     many CTAs); where it made ptxas spill more, a lower request that does not and gives
     more CTAs than none, or none (toolchain.settle)."""
     g = Geometry.of(dict(program.spec.constexprs)["G"])
-    wanted = programs.REGISTERS // (g.threads * programs.CLUSTER_REGISTERS)
+    wanted = toolchain.REGISTERS // (g.threads * programs.CLUSTER_REGISTERS)
     expected = wanted if g.strategy == "cluster" and wanted > 1 else None
     assert program.spec.occupancy == expected
     allowed = programs.LAYER_SPILL if expected and g.vec == 8 and \
@@ -189,7 +189,7 @@ def _check_occupancy(program: LangProgram, ptx: str, registers: int) -> None:
     unasked = toolchain.ctas_an_sm(_ptxas(bare), g.threads)
     ctas = int(kept[0]) if kept else unasked
     assert len(kept) <= 1 and ctas <= expected
-    assert registers * g.threads * ctas <= programs.REGISTERS
+    assert registers * g.threads * ctas <= toolchain.REGISTERS
     for higher in range(ctas + 1, expected + 1):  # each higher request spills more
         requested = bare.replace(".maxntid", f".minnctapersm {higher}\n.maxntid", 1)
         assert toolchain.spills(_ptxas(requested), allowed), f"a request of {higher} fits"
