@@ -197,6 +197,19 @@ def test_an_ops_key_for_the_device_shadows_the_chips_where_the_family_wins(
     assert strategy.choose("unary_math", "bf16", 1 << 26, TARGET, "exp") == FAST
 
 
+def test_elsewhere_reads_a_key_in_every_file_but_one(tuner: list[str]) -> None:
+    """What would be read for a key were it left out of one file: the last other file
+    of the target's that has it (the tuner keeps an op's key where that differs)."""
+    name, chip_choice = strategy.op_key("exp", "bf16", 1 << 26), Strategy(128, 16, 1, 1)
+    shipped = strategy.shipped_file("sm_90")
+    shipped.parent.mkdir(parents=True)
+    shipped.write_text(json.dumps({"choices": {name: dataclasses.asdict(chip_choice)}}))
+    mine = strategy.save(TARGET, {name: FAST}, {"device": "test"})
+    assert strategy.elsewhere(TARGET, name, mine) == chip_choice
+    assert strategy.elsewhere(TARGET, name, shipped) == FAST
+    assert strategy.elsewhere(TARGET, strategy.op_key("exp", "f32", 1 << 26), mine) is None
+
+
 def test_chip_ops_tunes_every_op_the_chips_file_keys(tuner: list[str]) -> None:
     """--chip-ops: per op, the ops, dtypes and size classes of the chip's file's op keys
     (at the smallest size of each class), into the device's file, over the chip's."""

@@ -170,16 +170,30 @@ def shipped(name: str) -> dict[str, Strategy]:
     return _read(shipped_file(name))
 
 
+def _layers(target: str) -> list[Path]:
+    """The target's tuning files, the first read last: the package's for its chip, the
+    package's for the target, the user's for its chip alone (a tuning made on this
+    machine before the files named the model), the user's for the target."""
+    chip = chip_of(target)
+    return list(dict.fromkeys([shipped_file(chip), shipped_file(target), tuning_file(chip),
+                               tuning_file(target)]))  # a chip's own: two files
+
+
 @cache
 def _choices(target: str) -> dict[str, tuple[Strategy, Path]]:
-    """The tuned choices for the target, each with the file it comes from: the user's for
-    the target, over the user's for its chip alone (a tuning made on this machine before
-    the files named the model), over the package's for the target, over the package's
-    for its chip."""
-    chip = chip_of(target)
-    layers = dict.fromkeys([shipped_file(chip), shipped_file(target), tuning_file(chip),
-                            tuning_file(target)])  # a chip's own: two files
-    return {k: (v, path) for path in layers for k, v in _read(path).items()}
+    """The tuned choices for the target, each with the file it comes from (`_layers`: a
+    later file's key over an earlier's)."""
+    return {k: (v, path) for path in _layers(target) for k, v in _read(path).items()}
+
+
+def elsewhere(target: str, name: str, path: Path) -> Strategy | None:
+    """The choice for the key `name` in the target's files but `path`: what would be read
+    for it were it left out of `path`."""
+    found = None
+    for layer in _layers(target):
+        if layer != path:
+            found = _read(layer).get(name, found)
+    return found
 
 
 _forced: list[Strategy] = []

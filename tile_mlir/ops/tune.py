@@ -310,13 +310,13 @@ def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = prin
         outcome = Outcome(name, best, timings[best], before, timings.get(before),
                           (fastest, timings[fastest]), timed)
         outcomes.append(outcome)
-        same = per_op and best == anchor  # an op's key saying what its family's does: none
+        # an op's key saying what its family's does: none, unless another file's key for
+        # the op (the chip's, tuned on another device of it) would then be read before
+        # the family's: this file says the family's choice there
+        same = per_op and best == anchor and \
+            strategy.elsewhere(target, name, path) in (None, best)
         path = strategy.save(target, {} if same else {name: best}, meta, shipped=ship,
                              dropped=[name] if same else [])
-        if same and strategy.choose(family, dtype, numel, target, op) != best:
-            # another file's key for the op (the chip's, tuned on another device of it)
-            # would still be read before the family's: this file says the family's here
-            path = strategy.save(target, {name: best}, meta, shipped=ship)
         log(f"[{n}/{len(keys)}] {outcome.line()} in {time.perf_counter() - t0:.1f} s")
     log(summary(outcomes, time.perf_counter() - started, path))
     return outcomes
