@@ -11,9 +11,9 @@ tens of bytes ran 6-10% slower than uncapped; of those whose cap did not spill, 
 f32 over rows of 2^18 ran 7% faster), the module's one kernel asks for N - 1, N - 2, ...
 CTAs, the first that does not spill, while that is more than ptxas gives it unasked
 (`ctas_an_sm`); else (or in a module of several requests) it is assembled without one.
-Unless the spill stays within what the kernel allows (tl.kernel's occupancy=(ctas,
-bytes), the gpu.func's SPILL_ATTR): whether a few bytes of spill cost more than a CTA
-more an SM gains depends on the kernel, and only a measurement says. The lower requests,
+A spill within what the kernel allows (tl.kernel's occupancy=(ctas, bytes), the
+gpu.func's SPILL_ATTR) counts as none: whether a few bytes of spill cost more than a
+CTA more an SM gains depends on the kernel, and only a measurement says. The lower requests,
 measured on an H200 against none (one process, torch.compile interleaved, 150
 repetitions, TB/s; each 4 CTAs of 128 threads an SM unasked, 5 asked, 96 registers):
 log_softmax bf16 rows of 32001 3.47 -> 3.59 and 3.47 -> 3.60 (two runs), the fused add +
@@ -116,7 +116,7 @@ def ctas_an_sm(report: str, threads: int) -> int:
     used = [int(n) for n in re.findall(r"Used (\d+) registers", report)]
     if not used:
         return 0
-    per_thread = -(-max(used) // REGISTER_UNIT) * REGISTER_UNIT
+    per_thread = max(-(-max(used) // REGISTER_UNIT), 1) * REGISTER_UNIT
     return REGISTERS // (per_thread * -(-threads // 32) * 32)
 
 

@@ -101,6 +101,7 @@ def test_ctas_an_sm_counts_registers_as_allocated() -> None:
     assert toolchain.ctas_an_sm(report, 96) == 5  # 3 warps of 128 registers a thread
     assert toolchain.ctas_an_sm(report, 100) == 4  # 4 warps: a warp is allocated whole
     assert toolchain.ctas_an_sm("", 256) == 0
+    assert toolchain.ctas_an_sm("ptxas info    : Used 0 registers\n", 1024) == 8
 
 
 def test_spills_reads_every_function_of_the_report() -> None:

@@ -641,7 +641,7 @@ squares), layer norm (count, mean, M2)."""
 
 
 def launch(b: Builder, function: Any, g: Geometry, m: int, arrays: dict[str, Array], *,
-            scalars: dict[str, Value], **constexprs: Any) -> None:
+           scalars: dict[str, Value], **constexprs: Any) -> None:
     """One kernel of programs/rows.py on `m` rows: its arguments by its roles."""
     program = programs.specialize(function, arrays, {"G": g.constexpr(), **constexprs})
     values: list[Value] = []

@@ -181,8 +181,9 @@ without the request in one run, every request honoured): softmax f32 2^18 2.53 -
 TB/s, RMSNorm f32 2^18 2.68 -> 2.72, layer norm bf16 2^18 1.96 -> 2.28 (with a spill of a
 few bytes), the rest within 1%; layer norm f32 spilled tens of bytes and ran 6-10% slower.
 The toolchain drops a request that spills more than the kernel allows (none, but for
-LAYER_SPILL), so with CUDA 13.0's ptxas layer norm f32 keeps its 95-96 registers
-(bench/results/fused: softmax f32 2^18 2.52 -> 2.67, the rest unchanged); where a
+LAYER_SPILL; or lowers it, below), so with CUDA 13.0's ptxas layer norm f32 keeps its
+95-96 registers (bench/results/fused: softmax f32 2^18 2.52 -> 2.67, the rest
+unchanged); where a
 kernel's request spills, the toolchain asks for fewer CTAs (toolchain.settle), so that
 log_softmax bf16 over rows of 32001 takes 5 CTAs of 128 threads (96 registers), not
 4."""
@@ -810,8 +811,7 @@ def reduce_rows_held(x: Row, y: Result, *, G: tl.constexpr, KIND: tl.constexpr,
     """A row's sum, max or min (KIND), times SCALE (a mean's 1/N), into y[row]: the row
     held by one CTA or cluster in registers, as the row ops hold theirs, so that a row
     that starts unaligned (of odd length) is read with edges (16-byte accesses), where
-    reduction.py's reduce_rows takes the element's width (ops/reductions.py's
-    HELD_ROWS)."""
+    reduction.py's reduce_rows takes the element's width (ops/reductions.py's _held)."""
     rows = Rows(Geometry.of(G), x.shape[1])
     total = rows.reduce(KIND, rows.load(x, IDENTITY[KIND]))
     rows.scope.mul(y.reshape((y.shape[0], 1))[tl.ds(rows.row, 1)], total, SCALE)
