@@ -47,23 +47,12 @@ def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def plan(shape: tuple[int, ...], dtype: str, dims: tuple[int, ...], name: str) -> list[Stage]:
-    """The stages the library plans for a contiguous array (or a contiguous copy)."""
+    """The stages the library plans for a contiguous array, pass by pass."""
     kind, mean = reductions.KINDS[name]
     count = math.prod(shape[d] for d in dims)
-    planned: list[Stage] = []
-    while True:  # as the library: the dims that merge first, then the rest
-        view = reduction_view(shape, _row_major(shape), dims)
-        first = list(dims) if view is not None else [dims[-1]]
-        view = reduction_view(shape, _row_major(shape), first)
-        assert view is not None
-        last = len(first) == len(dims)
-        planned += stages(kind, view[0], dtype if not planned else "f32", dtype if last else "f32",
-                          acc="f32", scale_count=count if mean and last else None)
-        if last:
-            return planned
-        shape = tuple(s for i, s in enumerate(shape) if i not in first)
-        dims = tuple(i for i, d in enumerate(d for d in range(len(shape) + len(first))
-                                             if d not in first) if d in dims)
+    return [stage for step in reductions.passes(shape, _row_major(shape), dims, dtype, dtype)
+            for stage in stages(kind, step.view[0], step.src, step.dst, acc="f32",
+                                scale_count=count if mean and step.last else None)]
 
 
 def test_normalize_dims() -> None:
@@ -77,6 +66,26 @@ def test_normalize_dims() -> None:
         normalize_dims((1, -2), 3)
     with pytest.raises(TypeError, match="argument 'dim' must be an int"):
         normalize_dims(1.5, 2)  # type: ignore[arg-type]
+
+
+def test_passes_reduce_what_merges_first_then_the_rest() -> None:
+    """One pass where the reduced dims merge; else first the dims that do (smallest
+    stride first) into f32 partials over the rest, then the rest; a layout no split of
+    the kept dims merges in is copied first. Each pass's view covers its array."""
+    one = reductions.passes((4, 6, 10), (60, 10, 1), (1, 2), "bf16", "bf16")
+    assert [(p.source, p.dims, p.last, p.view[0]) for p in one] == [
+        ("input", (1, 2), True, (4, 60, 1))]
+    apart = reductions.passes((4, 6, 10), (60, 10, 1), (0, 2), "bf16", "bf16")
+    assert [(p.source, p.dims, p.remaining, p.kept, p.src, p.dst, p.last) for p in apart] == [
+        ("input", (2,), (0, 2), (4, 6), "bf16", "f32", False),
+        ("partials", (0,), (0,), (6,), "f32", "bf16", True)]
+    # three kept dims of which no two merge: no split of them makes an [A, R, B] view
+    tangled = reductions.passes((2, 3, 4, 5), (1, 1000, 7, 50), (3,), "f32", "f32")
+    assert [(p.source, p.strides, p.last) for p in tangled] == [("copy", (60, 20, 5, 1), True)]
+    for steps in (one, apart, tangled):
+        for step in steps:
+            (a, r, b), _, _ = step.view
+            assert a * r * b == math.prod(step.shape)
 
 
 def test_views_choose_a_unit_innermost_stride() -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -189,35 +190,43 @@ def _held(kind: str, src: str, dst: str, shape: tuple[int, int], vec: int, *,
     return chosen if chosen.geometry.edges else None
 
 
-def _held_rows(b: Builder, kind: str, src: Array, final: Array, *,
-               scale_count: int | None) -> bool:
-    """Launch reduce_rows_held for rows [A, R] where `_held` gives a plan; False where it
-    does not (the stages reduce them)."""
-    if len(src.shape) != 2 or src.strides[1] != 1:
-        return False
-    a, r = src.shape
-    vec = rows.vector_of(r, [src])
-    plan = _held(kind, src.dtype, final.dtype, (a, r), vec, plan=lambda wide: rows.plan_for(
-        a, r, vec, b.device, itemsize=src.itemsize, wide=wide))
-    if plan is None:
-        return False
-    rows.launch(b, reduce_rows_held, plan.geometry, a, {"x": src, "y": final.view((a,), (1,))},
-                scalars={}, KIND=kind, SCALE=1.0 / scale_count if scale_count else 1.0)
-    return True
+Kernels = rows.Plan | list[Stage]
+"""A pass's kernels: one of a row held in registers (its plan), or the stages."""
+
+
+def _kernels(kind: str, view: tuple[int, int, int], src: str, dst: str, *,
+             scale_count: int | None, vec: int | None, plan: Callable[[int], rows.Plan],
+             strides: tuple[str, ...] = (), offset: bool = False) -> Kernels:
+    """The kernels that reduce an [A, R] (B = 1) or [A, R, B] view of `src` elements into
+    `dst`: rows that start unaligned (read `vec` at a time; None: rows not contiguous)
+    by one kernel of a row held in registers where `_held` gives `plan`'s, else the
+    stages (programs/reduction.py's `stages`, for the source's stride classes and
+    element offset)."""
+    a, r, b = view
+    held = None if b > 1 or vec is None else _held(kind, src, dst, (a, r), vec, plan=plan)
+    if held is not None:
+        return held
+    return stages(kind, view, src, dst, acc=_accumulator(src), scale_count=scale_count,
+                  strides=strides, offset=offset)
 
 
 def _run_stages(b: Builder, kind: str, src: Array, final: Array, *,
                 scale_count: int | None) -> None:
-    """The stages of one reduction of `src`, viewed as [A, R] (rows) or [A, R, B]; rows
-    that start unaligned by one kernel of a row held in registers (_held_rows)."""
-    if _held_rows(b, kind, src, final, scale_count=scale_count):
-        return
+    """The kernels of one reduction of `src`, viewed as [A, R] (rows) or [A, R, B]
+    (`_kernels`), launched."""
     a, r, bb = (*src.shape, 1)[:3]
-    contiguous = src.strides == args.row_major(src.shape)
-    planned = stages(kind, (a, r, bb), src.dtype, final.dtype, acc=_accumulator(src.dtype),
-                     scale_count=scale_count,
-                     strides=() if contiguous else _classes(src.strides),
-                     offset=bool(src.offset))
+    dense = src.strides == args.row_major(src.shape)
+    vec = rows.vector_of(r, [src]) if bb == 1 and src.strides[1] == 1 else None
+    planned = _kernels(kind, (a, r, bb), src.dtype, final.dtype, scale_count=scale_count,
+                       vec=vec, plan=lambda wide: rows.plan_for(
+                           a, r, vec or 1, b.device, itemsize=src.itemsize, wide=wide),
+                       strides=() if dense else _classes(src.strides),
+                       offset=bool(src.offset))
+    if isinstance(planned, rows.Plan):
+        rows.launch(b, reduce_rows_held, planned.geometry, a,
+                    {"x": src, "y": final.view((a,), (1,))}, scalars={}, KIND=kind,
+                    SCALE=1.0 / scale_count if scale_count else 1.0)
+        return
     source = src
     for n, stage in enumerate(planned):
         dst = final if n == len(planned) - 1 else b.temporary(stage.out_shape, stage.dst)
@@ -310,28 +319,54 @@ def _kept_strides(x: Array, dims: Sequence[int], keepdim: bool) -> tuple[int, ..
         tuple(s for i, s in enumerate(x.strides) if i not in dims)
 
 
-def _reduce_into(b: Builder, name: str, x: Array, dims: Sequence[int], *, final: Array,
-                 count: int) -> None:
-    """Plan the reduction of x over dims into final: in one view when the reduced dims
-    merge, else a first pass over the dims that do (into partials over the others),
-    then the rest of them; a layout nothing merges in is copied first."""
-    kind, mean = KINDS[name]
-    view = reduction_view(x.shape, x.strides, dims)
-    if view is not None:
-        _run_view(b, kind, x, view, final, scale_count=count if mean else None)
-        return
-    first = _mergeable_subset(x.shape, x.strides, dims)
-    if not first:  # the kept dims merge no way: reduce a contiguous copy
-        x = apply(b, "cast", [In(x)], b.temporary(x.shape, x.dtype), result=x.dtype, what=name)
-        _reduce_into(b, name, x, dims, final=final, count=count)
-        return
-    rest = [d for d in range(len(x.shape)) if d not in first]
-    partial = b.temporary([x.shape[d] for d in rest], _accumulator(x.dtype))
-    view = reduction_view(x.shape, x.strides, first)
-    assert view is not None
-    _run_view(b, kind, x, view, partial, scale_count=None)
-    _reduce_into(b, name, partial, [rest.index(d) for d in dims if d not in first],
-                 final=final, count=count)
+@dataclass(frozen=True)
+class Pass:
+    """One pass of a reduction: `dims` of an array of `shape` and `strides` (the input's,
+    a contiguous copy of it made first, or the partials of the pass before: `source`)
+    reduced in one `view`, into `dst` (the result where `last`, else partials over the
+    other dims); `remaining`: the dims of the array still to reduce, `dims` among them."""
+
+    source: str  # "input", "copy" or "partials"
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dims: tuple[int, ...]
+    remaining: tuple[int, ...]
+    view: View
+    src: str
+    dst: str
+    last: bool
+
+    @property
+    def kept(self) -> tuple[int, ...]:
+        """The shape of what the pass writes: the dims it does not reduce."""
+        return tuple(n for d, n in enumerate(self.shape) if d not in self.dims)
+
+
+def passes(shape: Sequence[int], strides: Sequence[int], dims: Sequence[int], src: str,
+           dst: str) -> list[Pass]:
+    """The passes that reduce an array over `dims`: one where the reduced dims merge into
+    one run (reduction_view), else first the ones that do (into partials in the
+    accumulator's type over the others), then the rest; a layout nothing merges in is
+    copied to a contiguous temporary first."""
+    out: list[Pass] = []
+    shape, strides, dims, source = tuple(shape), tuple(strides), tuple(dims), "input"
+    while True:
+        view = reduction_view(shape, strides, dims)
+        if view is not None:
+            out.append(Pass(source, shape, strides, dims, dims, view, src, dst, True))
+            return out
+        first = tuple(_mergeable_subset(shape, strides, dims))
+        if not first:  # the kept dims merge no way: a contiguous copy
+            strides, source = tuple(args.row_major(shape)), "copy"
+            continue
+        view = reduction_view(shape, strides, first)
+        assert view is not None
+        acc = _accumulator(src)
+        out.append(Pass(source, shape, strides, first, dims, view, src, acc, False))
+        rest = [d for d in range(len(shape)) if d not in first]
+        dims = tuple(rest.index(d) for d in dims if d not in first)
+        shape = out[-1].kept
+        strides, src, source = tuple(args.row_major(shape)), acc, "partials"
 
 
 def _mergeable_subset(shape: Sequence[int], strides: Sequence[int], dims: Sequence[int]
@@ -342,6 +377,21 @@ def _mergeable_subset(shape: Sequence[int], strides: Sequence[int], dims: Sequen
         if reduction_view(shape, strides, [*chosen, d]) is not None:
             chosen.append(d)
     return chosen
+
+
+def _reduce_into(b: Builder, name: str, x: Array, dims: Sequence[int], *, final: Array,
+                 count: int) -> None:
+    """Launch the passes (`passes`) that reduce x over dims into final."""
+    kind, mean = KINDS[name]
+    source = x
+    for step in passes(x.shape, x.strides, dims, x.dtype, final.dtype):
+        if step.source == "copy":
+            source = apply(b, "cast", [In(source)], b.temporary(source.shape, source.dtype),
+                           result=source.dtype, what=name)
+        into = final if step.last else b.temporary(step.kept, step.dst)
+        _run_view(b, kind, source, step.view, into,
+                  scale_count=count if mean and step.last else None)
+        source = into
 
 
 def _run_view(b: Builder, kind: str, x: Array, view: View, final: Array, *,
@@ -389,40 +439,42 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def _planner(a: int, r: int, vec: int, itemsize: int) -> Callable[[int], rows.Plan]:
+    """The row planner's plan of [a, r] at an access width, on a GPU of the largest
+    clusters (what explain assumes)."""
+    def plan(wide: int) -> rows.Plan:
+        return rows.chosen(a, r, vec, rows.LARGEST_CLUSTER, itemsize=itemsize, inputs=1,
+                           early=0, f32_ahead=False, wide=wide)
+    return plan
+
+
 def _explain_into(lines: list[str], kind: str, shape: tuple[int, ...],
                   strides: tuple[int, ...], dims: Sequence[int], *, src: str, dst: str,
                   scale_count: int | None) -> None:
-    """_reduce_into's plan, said line by line."""
-    view = reduction_view(shape, strides, dims)
-    if view is None:
-        first = _mergeable_subset(shape, strides, dims)
-        rest = [d for d in range(len(shape)) if d not in first]
-        acc = _accumulator(src)
-        partial = tuple(shape[d] for d in rest)
-        lines.append(f"  the reduced dims {tuple(dims)} do not merge into one run: first "
-                     f"{tuple(first)}, into {acc} partials {list(partial)}, then the rest")
-        _explain_into(lines, kind, shape, strides, first, src=src, dst=acc, scale_count=None)
-        _explain_into(lines, kind, partial, args.row_major(partial),
-                      [rest.index(d) for d in dims if d not in first], src=acc, dst=dst,
-                      scale_count=scale_count)
-        return
-    (a, r, b), _, _ = view
-    vec = rows.vector_width(r, src, [])
-    held = None if b > 1 else _held(kind, src, dst, (a, r), vec, plan=lambda wide: rows.chosen(
-        a, r, vec, rows.LARGEST_CLUSTER, itemsize=DTYPES[src].bytes, inputs=1, early=0,
-        f32_ahead=False, wide=wide))
-    if held is not None:
-        scale = f"; scaled by 1/{scale_count}" if scale_count else ""
-        lines.append(f"  rows [{a}, {r}]: 1 kernel, a row held in registers")
-        lines.append(f"  - reduce_rows_held {src} -> {dst} [{a}]: "
-                     f"{held.geometry.strategy}: {held.reason}{scale}")
-        return
-    acc = _accumulator(src)
-    planned = stages(kind, (a, r, b), src, dst, acc=acc, scale_count=scale_count)
-    shape_text = f"rows [{a}, {r}]" if b == 1 else f"columns [{a}, {r}, {b}]"
-    lines.append(f"  {shape_text}: {_count(len(planned), 'kernel')}"
-                 + (f", {acc} partials between them" if len(planned) > 1 else ""))
-    lines += [f"  - {_stage_line(stage)}" for stage in planned]
+    """The passes (`passes`) and each one's kernels (`_kernels`), said line by line."""
+    for step in passes(shape, strides, dims, src, dst):
+        if step.source == "copy":
+            lines.append("  no split of the kept dims merges: a contiguous copy first")
+        if not step.last:
+            lines.append(f"  the reduced dims {step.remaining} do not merge into one run: "
+                         f"first {step.dims}, into {step.dst} partials {list(step.kept)}, "
+                         "then the rest")
+        (a, r, b), _, _ = step.view
+        vec = rows.vector_width(r, step.src, [])
+        planned = _kernels(kind, (a, r, b), step.src, step.dst,
+                           scale_count=scale_count if step.last else None, vec=vec,
+                           plan=_planner(a, r, vec, DTYPES[step.src].bytes))
+        if isinstance(planned, rows.Plan):
+            scale = f"; scaled by 1/{scale_count}" if scale_count and step.last else ""
+            lines.append(f"  rows [{a}, {r}]: 1 kernel, a row held in registers")
+            lines.append(f"  - reduce_rows_held {step.src} -> {step.dst} [{a}]: "
+                         f"{planned.geometry.strategy}: {planned.reason}{scale}")
+            continue
+        shape_text = f"rows [{a}, {r}]" if b == 1 else f"columns [{a}, {r}, {b}]"
+        lines.append(f"  {shape_text}: {_count(len(planned), 'kernel')}"
+                     + (f", {_accumulator(step.src)} partials between them"
+                        if len(planned) > 1 else ""))
+        lines += [f"  - {_stage_line(stage)}" for stage in planned]
 
 
 def _stage_line(stage: Stage) -> str:
