@@ -169,3 +169,28 @@ def test_sizes_cases_and_traffic() -> None:
     assert cases["silu bf16 2^22"].traffic == 2 * 2 << 22
     assert cases["sum bf16 2^20"].traffic == ((1 << 20) + (1 << 10)) * 2
     assert cases["sum f32 2^18"].outputs == "fresh"
+
+
+def test_rows_ab_reads_cases_and_variants() -> None:
+    """bench/rows_ab.py's arguments: OP:DTYPE:N cases and STRATEGY[:KEY=VALUE,...]
+    variants as rows.Forced takes them; anything else refused naming what is wrong."""
+    import argparse
+
+    from tile_mlir.ops import rows
+
+    script = load("rows_ab")
+    assert script.parse_case("layer_norm:f32:65536") == ("layer_norm", "f32", 65536)
+    assert script.parse_case("sum:bf16:1025") == ("sum", "bf16", 1025)
+    strategy, options = script.parse_variant("cluster:ctas=8,ahead=16,lanes=1024")
+    assert (strategy, options) == ("cluster", {"ctas": 8, "ahead": 16, "lanes": 1024})
+    g = rows.Forced(strategy, **options).plan(512, 65536, 4).geometry
+    assert (g.strategy, g.ctas, g.ahead, g.lanes) == ("cluster", 8, 16, 1024)
+    assert script.parse_variant("cta") == ("cta", {})
+    for bad, says in [("gelu:f32:8", "OP:DTYPE:N"), ("softmax:i32:8", "OP:DTYPE:N"),
+                      ("softmax:f32", "OP:DTYPE:N"), ("softmax:f32:0", "OP:DTYPE:N")]:
+        with pytest.raises(argparse.ArgumentTypeError, match=says):
+            script.parse_case(bad)
+    for bad, says in [("ring", "the strategy is one of"), ("cta:threads=4", "KEY=NUMBER"),
+                      ("cluster:ctas=x", "KEY=NUMBER")]:
+        with pytest.raises(argparse.ArgumentTypeError, match=says):
+            script.parse_variant(bad)

@@ -320,13 +320,15 @@ def choose(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: in
 class Forced:
     """A strategy to use whatever the planner would choose (tests, benchmarks): its
     threads per row (lanes; per chunk for "split"), CTAs per cluster, parts per chunk,
-    parts of the weight read early ("cta" and "cluster")."""
+    parts of the weight read early ("cta" and "cluster"), rows ahead prefetched into L2
+    ("cta" and "cluster": Geometry.ahead)."""
 
     strategy: str
     lanes: int | None = None
     ctas: int = 2
     parts: int | None = None
     early: int = 0  # parts of the weight read with the row (a CTA's or a cluster's)
+    ahead: int = 0
 
     def plan(self, m: int, n: int, vec: int) -> Plan:
         nv = n // vec
@@ -337,7 +339,8 @@ class Forced:
         elif self.strategy in ("cta", "cluster"):
             ctas = self.ctas if self.strategy == "cluster" else 1
             lanes = lanes or ctas * max(32, _pow2(-(-nv // (parts_limit(vec) * ctas))))
-            g = Geometry(self.strategy, vec, lanes, 1, ctas, early=self.early)
+            g = Geometry(self.strategy, vec, lanes, 1, ctas, ahead=self.ahead,
+                         early=self.early)
         else:
             lanes = lanes or SPLIT_THREADS
             parts = self.parts or parts_limit(vec)

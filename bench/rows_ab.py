@@ -1,0 +1,172 @@
+"""A/B of the row ops' geometries: the planner's plan against forced ones (ops/rows.py's
+Forced), beside torch eager and torch.compile, every variant's result checked against
+torch's first, all timed by the one DeviceTimer in one process (TB/s of bench/fused.py's
+traffic). The experiments behind ops/rows.py's constants are of this shape.
+
+    python3 bench/rows_ab.py layer_norm:f32:65536 softmax:bf16:16384 \\
+        --variant cluster:ctas=8,ahead=16 --variant cluster:ctas=16,lanes=4096
+
+A case is OP:DTYPE:N (M rows of N at bench/fused.py's 128 MiB); OP one of the row ops or
+a reduction a row held in registers serves (sum, amax, amin, mean over the last dim). A
+variant is STRATEGY[:KEY=VALUE,...] with Forced's keys (lanes, ctas, parts, early,
+ahead); every case runs every variant.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import fused
+import harness
+
+REDUCTIONS = ("sum", "amax", "amin", "mean")
+FORCED_KEYS = ("lanes", "ctas", "parts", "early", "ahead")
+
+
+def parse_case(text: str) -> tuple[str, str, int]:
+    """OP:DTYPE:N, checked."""
+    parts = text.split(":")
+    if len(parts) != 3 or parts[0] not in (*fused.OPS, *REDUCTIONS) or \
+            parts[1] not in fused.DTYPES or not parts[2].isdigit() or int(parts[2]) < 1:
+        raise argparse.ArgumentTypeError(
+            f"case {text!r}: OP:DTYPE:N with OP one of {', '.join((*fused.OPS, *REDUCTIONS))}, "
+            f"DTYPE one of {', '.join(fused.DTYPES)}, N a row length")
+    return parts[0], parts[1], int(parts[2])
+
+
+def parse_variant(text: str) -> tuple[str, dict[str, int]]:
+    """STRATEGY[:KEY=VALUE,...] as Forced's arguments, checked."""
+    strategy, _, rest = text.partition(":")
+    options: dict[str, int] = {}
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        if key not in FORCED_KEYS or not value.isdigit():
+            raise argparse.ArgumentTypeError(
+                f"variant {text!r}: {item!r} is not KEY=NUMBER with KEY one of "
+                f"{', '.join(FORCED_KEYS)}")
+        options[key] = int(value)
+    if strategy not in ("warp", "cta", "cluster", "split"):
+        raise argparse.ArgumentTypeError(
+            f"variant {text!r}: the strategy is one of warp, cta, cluster, split")
+    return strategy, options
+
+
+@dataclass(frozen=True)
+class Calls:
+    """A case's calls on one set of inputs (the fused add updates its own in place on
+    every call): ours, torch's; and, for the check, ours and torch's on fresh copies of
+    the inputs (for the fused add, the updated x)."""
+
+    ours: Callable[[], Any]
+    eager: Callable[[], Any]
+    ours_checked: Callable[[], Any]
+    want: Callable[[], Any]
+
+
+def _calls(op: str, dtype: str, m: int, n: int) -> Calls:
+    import torch
+
+    from tile_mlir import ops
+
+    t = harness.torch_dtype(dtype)
+    x = torch.randn(m, n, device="cuda", dtype=t)
+    if op in REDUCTIONS:
+        mine, theirs = getattr(ops, op), getattr(torch, op)
+        return Calls(lambda: mine(x, -1), lambda: theirs(x, dim=-1), lambda: mine(x, -1),
+                     lambda: theirs(x, dim=-1))
+    weight, bias, residual = (torch.randn(n, device="cuda", dtype=t),
+                              torch.randn(n, device="cuda", dtype=t), torch.randn_like(x))
+    eager, ours = fused.formulas(op, n)
+    assert ours is not None
+    extra = {"rms_norm": (weight,), "layer_norm": (weight, bias),
+             "fused_add_rms_norm": (residual, weight)}.get(op, ())
+    args = (x, *extra)
+
+    def on_copies(fn: Callable[..., Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            copies = tuple(a.clone() if a is x or a is residual else a for a in args)
+            result = fn(*copies)
+            return copies[0] if op == "fused_add_rms_norm" else result
+        return run
+
+    return Calls(lambda: ours(*args), lambda: eager(*args), on_copies(ours),
+                 on_copies(eager))
+
+
+def time_case(timer: Any, case: tuple[str, str, int],
+              variants: Sequence[tuple[str, dict[str, int]]]) -> str:
+    """One case's line: TB/s of torch eager, torch.compile, the planner's plan and each
+    variant; each variant's result first checked against torch's."""
+    import torch
+
+    from tile_mlir.ops import entry, rows
+
+    op, dtype, n = case
+    size = harness.ITEMSIZE[dtype]
+    m = max(1, fused.TOTAL_BYTES // (n * size))
+    made = _calls(op, dtype, m, n)
+    torch._dynamo.reset()  # past its recompile limit dynamo would quietly run eagerly
+    compiled = torch.compile(made.eager, dynamic=False)
+    calls: dict[str, Callable[[], Any]] = {"eager": made.eager, "compile": compiled}
+    want = made.want()
+    rtol, atol = fused.TOLERANCE[dtype]
+    loose = 4 if op in REDUCTIONS else 1  # sums of a row in another order
+    for name, spec in [("planned", None), *((f"{s}:{o}", (s, o)) for s, o in variants)]:
+        with rows.forced(spec[0], **spec[1]) if spec else _Unforced():
+            entry.clear()
+            got = made.ours_checked()
+            plans = dict(entry.PLANS)
+        harness.assert_close(got, want, rtol=rtol * loose, atol=atol * loose)
+        calls[name] = _adopting(made.ours, plans)
+    compiled()
+    times = timer.time(calls)
+    bytes_ = (m * n + m) * size if op in REDUCTIONS else fused.traffic(op, m, n, dtype)
+    return f"{op} {dtype} {m}x{n}: " + ", ".join(
+        f"{k} {bytes_ / t.median_s / 1e12:.3f}" for k, t in times.items()) + " TB/s"
+
+
+def _adopting(call: Callable[[], Any], plans: dict[Any, Any]) -> Callable[[], Any]:
+    """`call` under `plans` (one variant's), in place of the others'."""
+    from tile_mlir.ops import entry
+
+    def run() -> Any:
+        entry.adopt(plans)
+        return call()
+
+    return run
+
+
+class _Unforced:
+    """No strategy forced: the planner's."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *args: object) -> None:
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cases", nargs="+", type=parse_case, metavar="OP:DTYPE:N")
+    parser.add_argument("--variant", action="append", type=parse_variant, default=[],
+                        metavar="STRATEGY[:KEY=VALUE,...]")
+    parser.add_argument("--reps", type=int, default=150)
+    args = parser.parse_args(argv)
+    import torch
+
+    from tile_mlir.ops.timing import DeviceTimer
+
+    timer = DeviceTimer(args.reps)
+    print(f"device: {torch.cuda.get_device_name()}; {args.reps} repetitions")
+    for case in args.cases:
+        print(time_case(timer, case, args.variant), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
