@@ -9,7 +9,8 @@ traffic). The experiments behind ops/rows.py's constants are of this shape.
 A case is OP:DTYPE:N (M rows of N at bench/fused.py's 128 MiB); OP one of the row ops or
 a reduction a row held in registers serves (sum, amax, amin, mean over the last dim). A
 variant is STRATEGY[:KEY=VALUE,...] with Forced's keys (lanes, ctas, parts, early,
-ahead); every case runs every variant.
+ahead); every case runs every variant; --without-edges adds the planner's plan with
+rows that start unaligned read narrow (no Geometry.edges: ops/rows.py's EDGES).
 """
 
 from __future__ import annotations
@@ -97,9 +98,11 @@ def _calls(op: str, dtype: str, m: int, n: int) -> Calls:
 
 
 def time_case(timer: Any, case: tuple[str, str, int],
-              variants: Sequence[tuple[str, dict[str, int]]]) -> str:
-    """One case's line: TB/s of torch eager, torch.compile, the planner's plan and each
-    variant; each variant's result first checked against torch's."""
+              variants: Sequence[tuple[str, dict[str, int]]], without_edges: bool = False
+              ) -> str:
+    """One case's line: TB/s of torch eager, torch.compile, the planner's plan, each
+    variant (and the planner's without edges: `without_edges`); each variant's result
+    first checked against torch's."""
     import torch
 
     from tile_mlir.ops import entry, rows
@@ -114,11 +117,21 @@ def time_case(timer: Any, case: tuple[str, str, int],
     want = made.want()
     rtol, atol = fused.TOLERANCE[dtype]
     loose = 4 if op in REDUCTIONS else 1  # sums of a row in another order
-    for name, spec in [("planned", None), *((f"{s}:{o}", (s, o)) for s, o in variants)]:
-        with rows.forced(spec[0], **spec[1]) if spec else _Unforced():
-            entry.clear()
-            got = made.ours_checked()
-            plans = dict(entry.PLANS)
+    named: list[tuple[str, Any]] = [("planned", None), *((f"{s}:{o}", (s, o))
+                                                         for s, o in variants)]
+    if without_edges:
+        named.append(("no edges", "no edges"))
+    for name, spec in named:
+        edges = rows.EDGES
+        try:
+            if spec == "no edges":  # the planner's, rows that start unaligned read narrow
+                rows.EDGES = ()
+            with rows.forced(spec[0], **spec[1]) if isinstance(spec, tuple) else _Unforced():
+                entry.clear()
+                got = made.ours_checked()
+                plans = dict(entry.PLANS)
+        finally:
+            rows.EDGES = edges
         harness.assert_close(got, want, rtol=rtol * loose, atol=atol * loose)
         calls[name] = _adopting(made.ours, plans)
     compiled()
@@ -155,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("cases", nargs="+", type=parse_case, metavar="OP:DTYPE:N")
     parser.add_argument("--variant", action="append", type=parse_variant, default=[],
                         metavar="STRATEGY[:KEY=VALUE,...]")
+    parser.add_argument("--without-edges", action="store_true",
+                        help="the planner's plan with no row read with edges, beside")
     parser.add_argument("--reps", type=int, default=150)
     args = parser.parse_args(argv)
     import torch
@@ -164,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     timer = DeviceTimer(args.reps)
     print(f"device: {torch.cuda.get_device_name()}; {args.reps} repetitions")
     for case in args.cases:
-        print(time_case(timer, case, args.variant), flush=True)
+        print(time_case(timer, case, args.variant, args.without_edges), flush=True)
     return 0
 
 
