@@ -16,7 +16,8 @@ rows that start unaligned read narrow (no Geometry.edges: ops/rows.py's EDGES).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,21 +118,15 @@ def time_case(timer: Any, case: tuple[str, str, int],
     want = made.want()
     rtol, atol = fused.TOLERANCE[dtype]
     loose = 4 if op in REDUCTIONS else 1  # sums of a row in another order
-    named: list[tuple[str, Any]] = [("planned", None), *((f"{s}:{o}", (s, o))
-                                                         for s, o in variants)]
-    if without_edges:
-        named.append(("no edges", "no edges"))
-    for name, spec in named:
-        edges = rows.EDGES
-        try:
-            if spec == "no edges":  # the planner's, rows that start unaligned read narrow
-                rows.EDGES = ()
-            with rows.forced(spec[0], **spec[1]) if isinstance(spec, tuple) else _Unforced():
-                entry.clear()
-                got = made.ours_checked()
-                plans = dict(entry.PLANS)
-        finally:
-            rows.EDGES = edges
+    named: list[tuple[str, AbstractContextManager[Any]]] = [
+        ("planned", nullcontext()),
+        *((f"{s}:{o}", rows.forced(s, **o)) for s, o in variants),
+        *([("no edges", _without_edges())] if without_edges else [])]
+    for name, planning in named:
+        with planning:
+            entry.clear()
+            got = made.ours_checked()
+            plans = dict(entry.PLANS)
         harness.assert_close(got, want, rtol=rtol * loose, atol=atol * loose)
         calls[name] = _adopting(made.ours, plans)
     compiled()
@@ -152,14 +147,18 @@ def _adopting(call: Callable[[], Any], plans: dict[Any, Any]) -> Callable[[], An
     return run
 
 
-class _Unforced:
-    """No strategy forced: the planner's."""
+@contextmanager
+def _without_edges() -> Iterator[None]:
+    """The planner's plans with rows that start unaligned read narrow (no family takes
+    edges: ops/rows.py's EDGES)."""
+    from tile_mlir.ops import rows
 
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *args: object) -> None:
-        return None
+    edges = rows.EDGES
+    rows.EDGES = ()
+    try:
+        yield
+    finally:
+        rows.EDGES = edges
 
 
 def main(argv: Sequence[str] | None = None) -> int:
