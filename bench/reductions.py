@@ -5,9 +5,11 @@ Cases: sum, amax and amin of [2^26 / N, N] for N in 128, 1024, 8192, 65536, alon
 the last dim (row reductions) and along dim 0 (column reductions), in f32, f16 and
 bf16: 72 cases; and rows of odd length (each starting at another alignment: N of 1025,
 4097 and 50257, GPT-2's vocabulary), sum and amax along the last dim in f32 and bf16,
-[2^26 // N, N]: 12 more. Traffic: the input read once plus the output written once.
-Outputs: fresh (the library's reductions take no out=). Each system's result is
-checked against torch eager's (to 16-bit accumulation's rounding).
+[2^26 // N, N]: 12 more; and as many columns of those odd widths along dim 0, the rows
+[2^26 // N] rounded down to a multiple of 8 (a batch of tokens): 12 more. Traffic: the
+input read once plus the output written once. Outputs: fresh (the library's reductions
+take no out=). Each system's result is checked against torch eager's (to 16-bit
+accumulation's rounding).
 
     python3 bench/reductions.py [--quick] [--cases '^amax bf16'] [--dry-run]
 """
@@ -33,8 +35,8 @@ BENCH = Benchmark("reductions", "Reductions (sum, amax, amin over rows and colum
                          "column (N results)",))
 
 
-def case(op: str, dtype: str, n: int, dim: int) -> Case:
-    rows = TOTAL // n
+def case(op: str, dtype: str, n: int, dim: int, rows: int = 0) -> Case:
+    rows = rows or TOTAL // n
     size = harness.ITEMSIZE[dtype]
     out = rows if dim == -1 else n
     return Case(f"{op} {dtype} {rows}x{n} dim={dim}", (rows * n + out) * size,
@@ -45,7 +47,9 @@ def case(op: str, dtype: str, n: int, dim: int) -> Case:
 def plan(quick: bool) -> list[Case]:
     ops, dtypes, sizes = (QUICK_OPS, QUICK_DTYPES, QUICK_SIZES) if quick else \
         (OPS, DTYPES, SIZES)
-    odd = [] if quick else [case(op, dtype, n, -1) for op in ODD_OPS for dtype in ODD_DTYPES
+    odd = [] if quick else [case(op, dtype, n, dim, rows=TOTAL // n // 8 * 8 if dim == 0
+                                 else 0)
+                            for dim in (-1, 0) for op in ODD_OPS for dtype in ODD_DTYPES
                             for n in ODD_SIZES]
     return [*(case(op, dtype, n, dim) for op in ops for dtype in dtypes for n in sizes
               for dim in DIMS), *odd]

@@ -26,6 +26,10 @@ GPU_CASES = [
     ("mean", (4096, 1025), -1, False, "bfloat16"), ("amin", (512, 4097), 1, True, "float16"),
     ("sum", (16, 262145), -1, False, "float32"), ("sum", (8, 1048577), -1, False, "bfloat16"),
     ("amax", (300, 999), -1, False, "bfloat16"),
+    # columns whose rows start unaligned, folded (8 rows of 1031 bf16 as one, 4 of f32 or
+    # of 1030 f16, 8 of 263): 16-byte loads, then the folded partials reduced
+    ("sum", (65536, 1031), 0, False, "bfloat16"), ("amax", (4096, 1031), 0, True, "float32"),
+    ("mean", (3, 4096, 1030), 1, False, "float16"), ("amin", (8192, 263), 0, False, "bfloat16"),
 ]
 
 
@@ -72,6 +76,8 @@ TAIL_CASES = [
     ("mean", (2, 21841, 100), 1, "float32"),
     # odd column counts: blocks of 128 columns and a narrower last one (81, 7)
     ("sum", (1024, 50257), 0, "bfloat16"), ("amin", (21841, 263), 0, "float32"),
+    # folded columns (8 rows of 1031 bf16, 4 of f32 as one), their partials' chunks
+    ("sum", (65536, 1031), 0, "bfloat16"), ("amax", (4096, 1031), 0, "float32"),
 ]
 
 

@@ -60,7 +60,9 @@ def test_cases_pattern_and_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert script.main(["--list", "--cases", r"^amax bf16 .* dim=0$"]) == 0
     names = capsys.readouterr().out.split("\n")
     assert [n for n in names if n] == ["amax bf16 524288x128 dim=0", "amax bf16 65536x1024 dim=0",
-                                       "amax bf16 8192x8192 dim=0", "amax bf16 1024x65536 dim=0"]
+                                       "amax bf16 8192x8192 dim=0", "amax bf16 1024x65536 dim=0",
+                                       "amax bf16 65472x1025 dim=0", "amax bf16 16376x4097 dim=0",
+                                       "amax bf16 1328x50257 dim=0"]
     assert script.main(["--list", "--cases", "nothing-matches"]) == 1
 
 
@@ -77,7 +79,7 @@ def test_bad_options_are_named(argv: list[str], message: str,
 
 def test_every_dtype_and_peer_for_reductions() -> None:
     cases = load("reductions").plan(False)
-    assert len(cases) == 3 * 3 * 4 * 2 + 2 * 2 * 3  # and rows of odd length
+    assert len(cases) == 3 * 3 * 4 * 2 + 2 * 2 * 3 * 2  # and rows and columns of odd length
     assert {(c.params["op"], c.params["dtype"], c.params["dim"]) for c in cases} == {
         (op, dtype, dim) for op in ("sum", "amax", "amin") for dtype in ("f32", "f16", "bf16")
         for dim in (-1, 0)}
@@ -86,6 +88,7 @@ def test_every_dtype_and_peer_for_reductions() -> None:
     assert by_name["sum f32 524288x128 dim=-1"].traffic == ((1 << 26) + 524288) * 4
     assert by_name["amin bf16 524288x128 dim=0"].traffic == ((1 << 26) + 128) * 2
     assert by_name["sum bf16 1335x50257 dim=-1"].traffic == (1335 * 50257 + 1335) * 2
+    assert by_name["amax f32 1328x50257 dim=0"].traffic == (1328 * 50257 + 50257) * 4
 
 
 def test_elementwise_cases_and_traffic() -> None:

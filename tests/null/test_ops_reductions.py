@@ -146,6 +146,88 @@ def test_without_a_divisor_that_fills_the_gpu_chunks_end_in_a_tail() -> None:
     assert stages("sum", (1, 21845, 3072), "bf16", "bf16", acc="f32")[0].tail == ()
 
 
+def test_columns_that_start_unaligned_are_folded() -> None:
+    """Columns whose rows are no multiple of 16 bytes: G rows read as one of G * B (16-byte
+    loads), into f32 partials that a next stage reduces as [A, chunks * G, B]; the
+    folded stage is never the last (a mean scales there). Not folded: B aligned, R no
+    multiple of G, a strided or offset source, a source under SMALL_STAGE, rows."""
+    def shape_of(planned: list[Stage]) -> list[tuple[Any, ...]]:
+        return [(s.a, s.r, s.b, s.fold, s.src, s.dst, s.chunks, s.vec()) for s in planned]
+
+    bf16 = stages("sum", (1, 65536, 1031), "bf16", "bf16", acc="f32", scale_count=65536)
+    assert shape_of(bf16) == [(1, 8192, 8248, 8, "bf16", "f32", 8, 8),
+                              (1, 64, 1031, 1, "f32", "bf16", 1, 1)]
+    assert bf16[0].scale is None and bf16[1].scale == 1 / 65536
+    assert "(8 rows folded into one)" in describe(bf16[0])
+    assert shape_of(stages("amax", (3, 4096, 1030), "f32", "f32", acc="f32"))[0][:4] == \
+        (3, 2048, 2060, 2)  # 4-byte rows of 1030: two make 16-byte ones
+    assert stages("sum", (1, 4096, 1030), "bf16", "bf16", acc="f32")[0].fold == 4
+    assert reduction_programs.fold_of((1, 4096, 1031), 2) == 8
+    cases: list[tuple[tuple[int, int, int], int, dict[str, Any]]] = [
+        ((1, 4096, 1024), 2, {}), ((1, 4097, 1031), 2, {}),
+        ((1, 4096, 1031), 2, {"offset": True}),
+        ((1, 4096, 1031), 2, {"strides": ("?8", "?1031", "1")}),
+        ((1, 8, 1031), 2, {}), ((4096, 1031, 1), 2, {})]
+    for view, nbytes, options in cases:
+        assert reduction_programs.fold_of(view, nbytes, **options) == 1, (view, options)
+
+
+def test_folded_columns_on_the_pretend_device(device: Device, rng: np.random.Generator
+                                              ) -> None:
+    """Folded columns against float64 (the stages' model): sums, maxima with a NaN, means
+    and keepdim over dim 0 of [1024, 1031] and dim 1 of [3, 256, 1031], out=; the folded
+    stage launched."""
+    for dtype in ("f32", "bf16"):
+        for shape, dim in (((1024, 1031), 0), ((3, 256, 1031), 1)):
+            values = rng.standard_normal(shape).astype(np.float32)
+            values[(0,) * len(shape)] = np.nan
+            x = device.array(values, dtype)
+            host = x.numpy()
+            for name in ("sum", "amax", "mean"):
+                before = len(device.launches)
+                got = getattr(ops, name)(x, dim=dim, keepdim=name == "mean")
+                want = _reference(name, host, dim, name == "mean")
+                assert np.array_equal(np.isnan(got.numpy().astype(np.float64)),
+                                      np.isnan(want)), name
+                keep = ~np.isnan(want)
+                tol = {"f32": 1e-5, "bf16": 1.6e-2}[dtype]
+                np.testing.assert_allclose(got.numpy().astype(np.float64)[keep], want[keep],
+                                           rtol=tol, atol=tol * 4)
+                folded = [t for t in device.launches[before:] if "folded" in t]
+                assert len(folded) == 1, device.launches[before:]
+    x = device.array(rng.standard_normal((1024, 1031)).astype(np.float32))
+    out = device.empty((1031,), "f32")
+    assert ops.sum(x, dim=0, out=out) is out
+    _close(out, _reference("sum", x.numpy(), 0, False), "f32")
+
+
+def test_a_folded_stage_loads_16_bytes() -> None:
+    """The folded stage of [65536, 1031] bf16 columns reads in 16-byte loads only (its
+    unfolded one in 2-byte ones)."""
+    folded = stages("sum", (1, 65536, 1031), "bf16", "bf16", acc="f32")[0]
+    ptx = tile_mlir.compile(ReductionProgram(folded).ir(), cache=False).ptx["kernels"]
+    assert set(re.findall(r"ld\.global\S*", ptx)) == {"ld.global.nc.v4.b32"}
+    unfolded = Stage("sum", 1, 65536, 1031, "bf16", "f32", 8)
+    ptx = tile_mlir.compile(ReductionProgram(unfolded).ir(), cache=False).ptx["kernels"]
+    assert "ld.global.nc.v4.b32" not in ptx and "ld.global.nc.b16" in ptx
+
+
+@pytest.mark.parametrize(("shape", "dim"), [((16, 131), 0), ((2, 8, 131), 1)], ids=str)
+def test_folded_column_kernels_themselves(device: Device, rng: np.random.Generator,
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          shape: tuple[int, ...], dim: int) -> None:
+    """The folded stage's kernel runs (not the model), folds of 4 rows of 131 f32 made
+    small enough to (SMALL_STAGE 0): sums and maxima against float64."""
+    monkeypatch.setattr(reduction_programs, "SMALL_STAGE", 0)
+    device.reduction_kernels = True
+    x = rng.standard_normal(shape).astype(np.float32)
+    view = reduction_view(shape, _row_major(shape), (dim,))
+    assert view is not None and stages("sum", view[0], "f32", "f32", acc="f32")[0].fold == 4
+    for name in ("sum", "amax"):
+        _close(getattr(ops, name)(device.array(x), dim=dim), _reference(name, x, dim, False),
+               "f32")
+
+
 def test_tail_chunks_of_a_row_load_16_bytes() -> None:
     """A single row's chunks start at a multiple of the piece (whole vectors): every load
     but the last few elements' is 16 bytes wide (the row's index is a constant 0, so its

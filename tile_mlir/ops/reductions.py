@@ -215,7 +215,7 @@ def _run_stages(b: Builder, kind: str, src: Array, final: Array, *,
     """The kernels of one reduction of `src`, viewed as [A, R] (rows) or [A, R, B]
     (`_kernels`), launched."""
     a, r, bb = (*src.shape, 1)[:3]
-    dense = src.strides == args.row_major(src.shape)
+    dense = contiguous(src.shape, src.strides)  # size-1 dims' strides aside
     vec = rows.vector_of(r, [src]) if bb == 1 and src.strides[1] == 1 else None
     planned = _kernels(kind, (a, r, bb), src.dtype, final.dtype, scale_count=scale_count,
                        vec=vec, plan=lambda wide: rows.plan_for(
@@ -227,13 +227,21 @@ def _run_stages(b: Builder, kind: str, src: Array, final: Array, *,
                     {"x": src, "y": final.view((a,), (1,))}, scalars={}, KIND=kind,
                     SCALE=1.0 / scale_count if scale_count else 1.0)
         return
-    source = src
+    source = src if planned[0].fold == 1 else _source_view(src, planned[0])
     for n, stage in enumerate(planned):
         dst = final if n == len(planned) - 1 else b.temporary(stage.out_shape, stage.dst)
         program = ReductionProgram(stage)
         b.launch(program, stage.grid, _stage_values(b, program, source, dst))
-        shape = (stage.a, stage.chunks, stage.b) if stage.b > 1 else (stage.a, stage.chunks)
-        source = dst.view(shape, args.row_major(shape))
+        if n + 1 < len(planned):
+            source = _source_view(dst, planned[n + 1])
+
+
+def _source_view(a: Array, stage: Stage) -> Array:
+    """A contiguous array as the [A, R] or [A, R, B] a stage reads (partials: the last
+    stage's [A, chunks, B], or a folded stage's [A, chunks, G * B] as [A, chunks * G, B];
+    a folded source's [A, R, B] as [A, R / G, G * B])."""
+    shape = (stage.a, stage.r, stage.b) if stage.b > 1 else (stage.a, stage.r)
+    return a.view(shape, args.row_major(shape))
 
 
 def _final(b: Builder, out: Array | None, shape: tuple[int, ...], *, result: str, x: Array,
@@ -488,6 +496,9 @@ def _stage_line(stage: Stage) -> str:
         what = ("a row" if stage.chunks == 1 else "a chunk") if stage.rows else "a row's run"
         loads += f" ({what} of {run} elements is not a multiple of {width}: narrower " \
                  "loads keep every one aligned)"
+    if stage.fold > 1:
+        loads += (f" ({stage.fold} rows of {stage.b // stage.fold} read as one of "
+                  f"{stage.b}: each row of {stage.b // stage.fold} starts unaligned)")
     cut = ""
     if stage.chunks > 1:
         cut = (f"; R cut into {stage.chunks} chunks of {stage.length}"

@@ -8,7 +8,9 @@ A stage reduces a view of one of two shapes (the caller merged the tensor's dims
   stage;
 - columns [A, R, B] (a kept run innermost): a CTA takes a block of columns of one
   batch and a chunk of the reduced rows (reduce/columns: a thread per output vector,
-  coalesced loads).
+  coalesced loads). Columns whose rows start unaligned (B not a multiple of a 16-byte
+  vector) are first folded: G rows of B read as one of G * B (aligned), into partials
+  [A, chunks, G * B] that the next stage reduces as [A, chunks * G, B] (fold_of).
 Chunks are equal where a divisor of R that fills the GPU allows, else equal but for a
 tail (Stage.spans), and column blocks likewise (column_blocks): each length a static
 tile of its own, the CTA branching to its one.
@@ -113,6 +115,7 @@ class Stage:
     # (): R / chunks each)
     piece: int = 0
     tail: tuple[int, ...] = ()
+    fold: int = 1  # rows of the source's [A, R * fold, B / fold] each row here holds
 
     @property
     def rows(self) -> bool:
@@ -311,15 +314,43 @@ def _cut(a: int, r: int, b: int, nbytes: int, first: bool) -> Cut:
     return cut_rows(a, r, nbytes) if b == 1 else _cut_columns(a, r, b, nbytes)
 
 
+FOLD_COLUMNS = True
+"""Whether stages() folds the rows of columns that start unaligned (fold_of)."""
+
+
+def fold_of(view: tuple[int, int, int], nbytes: int, *, strides: tuple[str, ...] = (),
+            offset: bool = False) -> int:
+    """Rows G of a contiguous [A, R, B] columns view (at no element offset) that one
+    folded row of G * B holds, so that every folded row starts 16-byte aligned where B's
+    rows do not (16-byte loads where B allows 2- or 4-byte ones); 1 where that does not
+    apply: rows, B aligned, a strided or offset source, R no multiple of G, or a source
+    under SMALL_STAGE bytes (a kernel more costs more than the narrow loads)."""
+    a, r, b = view
+    width = ACCESS_BYTES // nbytes
+    g = width // math.gcd(b, width)
+    if not FOLD_COLUMNS or b == 1 or g == 1 or strides or offset or r % g or \
+            a * r * b * nbytes < SMALL_STAGE:
+        return 1
+    return g
+
+
 def stages(kind: str, view: tuple[int, int, int], src: str, dst: str, *, acc: str,
            scale_count: int | None = None, strides: tuple[str, ...] = (),
            offset: bool = False) -> list[Stage]:
     """The kernels that reduce the R run of an [A, R, B] view (B = 1: rows), in order: the
     first reads the source (its strides and offset), each next one the partials of the
     one before, until one writes [A, B] in `dst`. `scale_count`: a mean's count, whose
-    reciprocal the last stage scales by."""
+    reciprocal the last stage scales by. Columns whose rows start unaligned are folded
+    first (fold_of): that stage's partials are never the last."""
     a, r, b = view
     out: list[Stage] = []
+    fold = fold_of(view, DTYPES[src].bytes, strides=strides, offset=offset)
+    if fold > 1:
+        r, b = r // fold, b * fold
+        cut = _cut(a, r, b, DTYPES[src].bytes, first=True)
+        out.append(Stage(kind, a, r, b, src, acc, cut.chunks, None, (), False, cut.piece,
+                         cut.tail, fold))
+        r, b, src, offset = cut.chunks * fold, b // fold, acc, False
     current, first_strides, first_offset = src, strides, offset
     while True:
         cut = _cut(a, r, b, DTYPES[current].bytes, first=not out)
@@ -431,7 +462,8 @@ def describe(stage: Stage) -> str:
             f"{' +offset' if stage.offset else ''} -> [{stage.a}, {stage.chunks}, "
             f"{stage.b}] {stage.dst}"
             + (f" (chunks of {stage.piece}, the last {', '.join(map(str, stage.tail))})"
-               if stage.tail else ""))
+               if stage.tail else "")
+            + (f" ({stage.fold} rows folded into one)" if stage.fold > 1 else ""))
 
 
 def _contiguous(shape: tuple[int, ...]) -> tuple[str, ...]:
