@@ -221,6 +221,57 @@ def copy_aligned(x: Rows, y: Rows, V: tl.constexpr = 4) -> None:
         tl.cta.copy(ys[piece], e)
 
 
+@tl.kernel(threads=64, static=("N",))
+def scale_aligned_as(x: Rows, w: Annotated[tl.Tensor, "f32", ("N",)], y: Rows,
+                     V: tl.constexpr = 4) -> None:
+    """y[row] = x[row] * w, each row split by aligned() and w by aligned_as() like it, so
+    that piece k of w lines up with piece k of the row wherever w starts."""
+    row = tl.block_id()
+    xs, ys = x[row].aligned(V), y[row].aligned(V)
+    ws = w.aligned_as(V, x[row])
+    layout = f"S[(64, {V}):(1@tid, 1)]"
+    for k in range(-(-(x.shape[1] // V) // 64)):
+        t = tl.alloc_reg((64, V), tl.f32, layout)
+        tl.cta.copy(t, xs[1][k * 64:(k + 1) * 64], padding=0.0)
+        tl.cta.mul(t, t, ws[1][k * 64:(k + 1) * 64])
+        tl.cta.copy(ys[1][k * 64:(k + 1) * 64], t)
+    for piece in (0, 2):
+        e = tl.alloc_reg((64, V), tl.f32, layout)
+        tl.cta.copy(e, xs[piece], padding=0.0)
+        tl.cta.mul(e, e, ws[piece])
+        tl.cta.copy(ys[piece], e)
+
+
+@pytest.mark.parametrize(("n", "stride", "offset", "w_offset"), [
+    (1001, 1003, 3, 0), (1001, 1001, 0, 1), (7, 9, 1, 2), (3, 3, 5, 3), (300, 301, 0, 7),
+    (17, 17, 2, 0)], ids=str)
+def test_aligned_as_splits_a_weight_like_each_row(n: int, stride: int, offset: int,
+                                                  w_offset: int,
+                                                  rng: np.random.Generator) -> None:
+    """A weight split like each row of odd length (its own offset another): every element
+    of each row meets its own weight's, nothing around the rows is written; the rows'
+    vectors stay 16-byte accesses where the weight's cannot be proven aligned."""
+    device = Device()
+    m = 5
+    size = offset + stride * m + 8
+    values = rng.standard_normal(size).astype(np.float32)
+    weights = rng.standard_normal(n + w_offset).astype(np.float32)
+    x = device.array(values).view((m, n), (stride, 1), offset)
+    w = device.array(weights).view((n,), (1,), w_offset)
+    out = device.array(np.full(size, 7.0, np.float32))
+    y = out.view((m, n), (stride, 1), offset)
+    launch(device, scale_aligned_as, m, x, w, y)
+    want = np.full(size, 7.0, np.float32)
+    for r in range(m):
+        start = offset + r * stride
+        want[start:start + n] = values[start:start + n] * weights[w_offset:]
+    np.testing.assert_array_equal(out.numpy(), want)
+    ptx = scale_aligned_as.compile(scale_aligned_as.signature(desc(x), desc(w), desc(y))
+                                   ).ptx["kernels"]
+    if n >= 4:
+        assert "ld.global.nc.v4.b32" in ptx and "st.global.v4.b32" in ptx
+
+
 @pytest.mark.parametrize(("n", "stride", "offset"), [
     (1001, 1001, 0), (1001, 1003, 3), (7, 9, 1), (3, 3, 5), (2, 2, 1), (1, 1, 3),
     (2048, 2048, 0), (17, 17, 0), (8, 11, 2), (300, 301, 0)], ids=str)

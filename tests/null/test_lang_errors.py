@@ -95,6 +95,10 @@ def aligned_odd(x: Vec) -> None:
     x[1:7].aligned(3)  # aligned-odd
 
 
+def aligned_as_longer(x: Vec) -> None:
+    x[0:6].aligned_as(4, x[0:7])  # aligned-as-longer
+
+
 CASES = [
     (unknown_op, "unknown-op", "unknown elementwise op 'sqr' (did you mean 'sqrt'?)"),
     (wrong_arity, "wrong-arity", "'add' takes 2 input(s), got 1"),
@@ -116,6 +120,8 @@ CASES = [
     (aligned_2d, "aligned-2d", "aligned() takes a 1-d view of global memory, got a 2-d "
                                "global tensor"),
     (aligned_odd, "aligned-odd", "aligned(): vec is a power of two, got 3"),
+    (aligned_as_longer, "aligned-as-longer",
+     "aligned_as() splits a 1-d view like another as long"),
 ]
 
 

@@ -316,3 +316,36 @@ def test_held_row_reductions_read_rows_of_odd_length_in_16_byte_loads(
     if g.strategy == "cluster":
         assert ptx.count("mbarrier.test_wait.parity") == 1  # one reduction's mailbox
     _check_occupancy(program, ptx, registers)
+
+
+@pytest.mark.parametrize(("op", "m", "n", "dtype"), [
+    ("rms_norm", 16386, 8191, "bf16"),  # a CTA of 128 threads
+    ("rms_norm", 8190, 4097, "f32"),
+    ("fused_add_rms_norm", 1335, 50257, "bf16"),  # a cluster of 8, 2 parts of w early
+], ids=str)
+def test_rms_norms_with_edges_read_the_row_in_16_byte_loads(op: str, m: int, n: int,
+                                                            dtype: str) -> None:
+    """The RMSNorm family over rows of odd length with edges: each row array (x, and the
+    residual) read and written in 16-byte accesses a part and one element access each
+    for the head and the tail; the weight, split like the row (aligned_as) wherever it
+    starts, in the element's loads (8 a vector); no spill."""
+    size = DTYPES[dtype].bytes
+    plan = rows.with_edges(lambda v: rows.choose(
+        m, n, v, 16, itemsize=size, inputs=rows.inputs_of(op),
+        early=rows.EARLY_PARTS.get(op, 0)), n, rows.vector_width(n, dtype, []), 16 // size)
+    g = plan.geometry
+    assert g.edges and g.vec == 16 // size, plan.reason
+    ptx, registers = _compiled(_program(op, g, m, n, dtype))
+    parts, scalar = g.row_parts(n), "b16" if size == 2 else "b32"
+    arrays = rows.inputs_of(op)
+    nc = "" if op == "fused_add_rms_norm" else ".nc"  # arrays written in place
+    assert ptx.count(f"ld.global{nc}.v4.b32") == arrays * parts
+    assert ptx.count("st.global.v4.b32") == arrays * parts
+    weight = g.vec * parts + 2  # its parts' elements one by one, its head and tail
+    if nc:  # the row and the weight read alike (.nc: only read)
+        assert ptx.count(f"ld.global.nc.{scalar}") == 2 * arrays + weight
+    else:
+        assert ptx.count(f"ld.global.{scalar}") == 2 * arrays
+        assert ptx.count(f"ld.global.nc.{scalar}") == weight
+    assert ptx.count(f"st.global.{scalar}") == 2 * arrays
+    assert registers * g.threads <= toolchain.REGISTERS

@@ -137,6 +137,13 @@ class Tensor(metaclass=_TensorMeta):
         result: tuple[Tensor, Tensor, Tensor] = _views().aligned(self, vec)
         return result
 
+    def aligned_as(self, vec: int, like: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """A contiguous 1-d view split as `like.aligned(vec)` splits `like` (as long): the
+        same pieces' sizes, element for element; the body aligned only where this view
+        starts as `like` does (views.aligned_as)."""
+        result: tuple[Tensor, Tensor, Tensor] = _views().aligned_as(self, vec, like)
+        return result
+
     def broadcast_to(self, shape: tuple[IndexLike, ...]) -> Tensor:
         """A view of `shape` that repeats this one along new leading dims and its size-1
         dims (stride 0: nothing is copied)."""

@@ -407,17 +407,7 @@ def aligned(t: Tensor, vec: int) -> tuple[Tensor, Tensor, Tensor]:
     (offset(t) from memref.extract_strided_metadata), a multiple of `vec` that the
     alignment analysis sees as one (`%q * vec`); the head and tail are re-viewed likewise,
     at offset(t) and after the body."""
-    if t.space != "global" or t.rank != 1:
-        raise errors.program_error(f"aligned() takes a 1-d view of global memory, got a "
-                                   f"{t.rank}-d {t.space} tensor")
-    if isinstance(vec, bool) or not isinstance(vec, int) or vec < 1 or vec & (vec - 1):
-        raise errors.program_error(f"aligned(): vec is a power of two, got {vec!r}")
-    _, strides, _, _ = builder.memref_parts(t.value)
-    if strides[0] != 1 and not _same(t.sizes[0], 1):
-        raise errors.program_error("aligned() takes a contiguous view (unit stride)")
-    with at():
-        meta = memref.ExtractStridedMetadataOp(t.value)
-        offset = Index(meta.results[1])
+    offset = _contiguous_offset(t, vec, "aligned()")
     end = offset + t.sizes[0]
     q = builder.index_op("ceildiv", offset, vec, False)
     start = q * vec  # the body's first element: a multiple of vec by construction
@@ -428,6 +418,43 @@ def aligned(t: Tensor, vec: int) -> tuple[Tensor, Tensor, Tensor]:
     body = _recast(t, f"body:{vec}", start, [count, vec], [vec, 1])
     return (_recast(t, f"head:{vec}", offset, [head_end - offset, 1], [1, 1]), body,
             _recast(t, f"tail:{vec}", tail_start, [tail, 1], [1, 1]))
+
+
+def aligned_as(t: Tensor, vec: int, like: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """A contiguous 1-d global view as (head, body, tail) of the sizes `like.aligned(vec)`
+    gives `like` (a view as long: a row whose pieces t's are to line up with, element for
+    element: a weight beside a row of odd length). Where t starts at another alignment
+    than `like` its body's vectors are not aligned: their accesses narrow to what the
+    alignment analysis can prove (the element's, at worst)."""
+    if t.rank != 1 or like.rank != 1 or not _same(t.sizes[0], like.sizes[0]):
+        raise errors.program_error("aligned_as() splits a 1-d view like another as long")
+    offset = _contiguous_offset(like, vec, "aligned_as()")
+    base = _contiguous_offset(t, vec, "aligned_as()")
+    end = offset + like.sizes[0]
+    q = builder.index_op("ceildiv", offset, vec, False)
+    count = builder.index_op("max", end // vec - q, 0, False)
+    head = builder.index_op("min", q * vec, end, False) - offset
+    tail_start = head + count * vec
+    tail = builder.index_op("max", like.sizes[0] - tail_start, 0, False)
+    return (_recast(t, f"head:{vec}", base, [head, 1], [1, 1]),
+            _recast(t, f"body:{vec}", base + head, [count, vec], [vec, 1]),
+            _recast(t, f"tail:{vec}", base + tail_start, [tail, 1], [1, 1]))
+
+
+def _contiguous_offset(t: Tensor, vec: int, what: str) -> Index:
+    """The element offset of a contiguous 1-d global view (`what` names the caller in its
+    errors)."""
+    if t.space != "global" or t.rank != 1:
+        raise errors.program_error(f"{what} takes a 1-d view of global memory, got a "
+                                   f"{t.rank}-d {t.space} tensor")
+    if isinstance(vec, bool) or not isinstance(vec, int) or vec < 1 or vec & (vec - 1):
+        raise errors.program_error(f"{what}: vec is a power of two, got {vec!r}")
+    _, strides, _, _ = builder.memref_parts(t.value)
+    if strides[0] != 1 and not _same(t.sizes[0], 1):
+        raise errors.program_error(f"{what} takes a contiguous view (unit stride)")
+    with at():
+        meta = memref.ExtractStridedMetadataOp(t.value)
+        return Index(meta.results[1])
 
 
 def _recast(t: Tensor, piece: str, offset: Index, sizes: list[IndexLike],

@@ -408,9 +408,13 @@ def chosen(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: in
                              early=early, f32_ahead=f32_ahead), n, vec, wide)
 
 
-EDGES = ("softmax",)
+EDGES = ("softmax", "rms_norm", "fused_add_rms_norm")
 """The families whose rows may take edges (Geometry.edges): softmax and log_softmax, whose
-parts are the row's alone (a weight's parts would not move with each row's alignment)."""
+parts are the row's alone, and the RMSNorm family, whose weight is split as each row is
+(tl's aligned_as: its vectors then as aligned as the row's offset lets them be, narrower
+loads from L1 where not) and whose padding adds nothing to a sum of squares. Not layer
+norm: its centered squares would need each part's elements in the row, known only at run
+time with edges."""
 EDGE_STRATEGIES = ("cta", "cluster")
 """The strategies of a whole row a CTA or cluster, whose rows may take edges (a CTA of
 several rows holds them in one tile, which one alignment would have to serve)."""
@@ -455,8 +459,9 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
 
 
 def edge_width(family: str, itemsize: int, arrays: Sequence[Array] = ()) -> int:
-    """The access width of edges for rows of `itemsize`-byte elements of `arrays` (x, y:
-    [M, N] views; 0 where they cannot take them): 16 bytes, where the family may (EDGES)
+    """The access width of edges for rows of `itemsize`-byte elements of `arrays` (x, y,
+    r: [M, N] views; a weight is split as the rows are, wherever it starts; 0 where they
+    cannot take them): 16 bytes, where the family may (EDGES)
     and every row of every array starts at the same offset modulo that width, so that one
     row's head is as long in all of them (the rows of one contiguous array always do)."""
     if family not in EDGES:
@@ -688,7 +693,8 @@ def run(b: Builder, call: RowCall) -> Plan:
                     itemsize=read[0].itemsize, inputs=len(read),
                     early=EARLY_PARTS.get(call.family, 0) if weighted else 0,
                     f32_ahead=call.family in F32_AHEAD,
-                    wide=edge_width(call.family, read[0].itemsize, rows))
+                    wide=edge_width(call.family, read[0].itemsize,
+                                    [a for a in rows if len(a.shape) == 2]))
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":

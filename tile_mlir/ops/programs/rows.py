@@ -236,6 +236,7 @@ class Rows:
             self.chunk = block % g.chunks
             self.first = self.chunk * (self.parts * g.lanes)
         self._views: dict[int, tuple[tl.Tensor, list[tl.Tensor]]] = {}
+        self._edged: tl.Tensor | None = None  # with edges: the row a weight lines up with
 
     # -------------------------------------------------------------- layouts
 
@@ -298,7 +299,10 @@ class Rows:
         g = self.g
         if g.edges:
             assert not self.multi and isinstance(self.first, int), "a whole row a CTA"
-            head, body, tail = t[self.row].aligned(g.vec)
+            row = t[self.row]
+            if self._edged is None:
+                self._edged = row
+            head, body, tail = row.aligned(g.vec)
             return [*self._parts(body), head, tail]
         if self.multi:
             rows = t[self.row]
@@ -320,8 +324,13 @@ class Rows:
         return [chunk[k * g.lanes:(k + 1) * g.lanes] for k in range(g.row_parts(self.n))]
 
     def vector_views(self, w: tl.Tensor) -> list[tl.Tensor]:
-        """The part views of an [N] tensor (a weight), broadcast over the rows."""
+        """The part views of an [N] tensor (a weight), broadcast over the rows; with edges,
+        split as the row (the first whose views were made) is, element for element."""
         g = self.g
+        if g.edges:
+            assert self._edged is not None, "a weight's parts follow a row's: read it first"
+            head, body, tail = w.aligned_as(g.vec, self._edged)
+            return [*self._parts(body), head, tail]
         if not self.multi:
             return self._parts(w.reshape((self.nv, g.vec)))
         whole = w.reshape((1, self.nv, g.vec))  # one row, broadcast over the CTA's rows
@@ -334,7 +343,6 @@ class Rows:
         if w is None:
             return [None] * self.parts
         assert not (self.g.early and self.multi), "early parts: a row per CTA or cluster"
-        assert not self.g.edges, "a weight's parts do not shift with the row's alignment"
         views = self.vector_views(w)
         early = min(self.g.early, self.parts)
         held = [self.tile(w.dtype) for _ in range(early)]
@@ -456,6 +464,10 @@ def rms_apply(rows: Rows, raw: list[tl.Tensor], ss: tl.Tensor, *, eps: Any,
             continue
         t = rows.tile()
         scope.mul(t, x, ss)
+        if rows.g.edges:  # the weight's part may not be aligned as the output's is: its
+            scope.mul(t, t, wk)  # narrower loads apart from the output's 16-byte stores
+            scope.elementwise("copy", out, t)
+            continue
         scope.mul(out, t, wk)
 
 
