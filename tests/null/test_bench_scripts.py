@@ -110,11 +110,13 @@ def test_elementwise_cases_and_traffic() -> None:
 def test_fused_cases_and_stated_gaps() -> None:
     script = load("fused")
     cases = script.plan(False)
-    assert len(cases) == 5 * 2 * 5 + 2 * 2 * 5  # and softmax's odd rows
+    assert len(cases) == 5 * 2 * 5 + 4 * 2 * 5  # and softmax's and the RMSNorms' odd rows
     by_name = {c.name: c for c in cases}
     assert by_name["softmax bf16 65536x1024"].traffic == 2 * (128 << 20)
     assert by_name["log_softmax bf16 1335x50257"].traffic == 2 * 1335 * 50257 * 2
     assert by_name["softmax f32 4096x8191"].params["odd"]
+    assert by_name["fused_add_rms_norm bf16 2097x32001"].traffic == 4 * 2097 * 32001 * 2 + \
+        32001 * 2
     assert by_name["fused_add_rms_norm f32 128x262144"].traffic == 4 * (128 << 20) + 4 * 262144
     assert by_name["layer_norm bf16 16384x4096"].traffic == 2 * (128 << 20) + 2 * 2 * 4096
     assert by_name["fused_add_rms_norm bf16 65536x1024"].outputs == "in place"
