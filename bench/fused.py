@@ -3,9 +3,9 @@ and torch.compile, TB/s of essential traffic (bench/harness.py times and reports
 
 Cases: softmax, log_softmax, rms_norm, fused add + rms_norm and layer_norm over the
 last dim of an [M, N] input, bf16 and f32, N in 1024, 4096, 16384, 65536, 262144 with
-M * N * itemsize = 128 MiB; and softmax, log_softmax, rms_norm and the fused add over
-rows of odd length (ODD_ROWS: 1025 to 50257, GPT-2's vocabulary), each row at another
-alignment, M * N * itemsize just under 128 MiB. tile-mlir: ops.softmax(x, dim=-1),
+M * N * itemsize = 128 MiB; and each of them over rows of odd length (ODD_ROWS: 1025
+to 50257, GPT-2's vocabulary), each row at another alignment, M * N * itemsize just
+under 128 MiB. tile-mlir: ops.softmax(x, dim=-1),
 ops.log_softmax(x, dim=-1), ops.rms_norm(x, (N,), weight, eps),
 ops.fused_add_rms_norm(x, residual, weight, eps), ops.layer_norm(x, (N,), weight, bias,
 eps), "n/a: not in this build" while the library lacks one. torch eager:
@@ -40,7 +40,7 @@ TOTAL_BYTES = 128 << 20
 EPS = {"rms_norm": 1e-6, "fused_add_rms_norm": 1e-6, "layer_norm": 1e-5}
 QUICK_ROWS = (4096, 65536)
 ODD_ROWS = (1025, 4097, 8191, 32001, 50257)
-ODD_OPS = ("softmax", "log_softmax", "rms_norm", "fused_add_rms_norm")
+ODD_OPS = OPS
 
 
 def traffic(op: str, m: int, n: int, dtype: str) -> int:

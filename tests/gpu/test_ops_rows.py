@@ -251,10 +251,10 @@ def test_rows_that_start_unaligned_keep_16_byte_accesses(dtype: str, n: int) -> 
 
 @pytest.mark.parametrize("n", EDGE_LENGTHS)
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
-def test_rms_norms_over_rows_that_start_unaligned(dtype: str, n: int) -> None:
-    """RMSNorm and the fused add + RMSNorm over rows of odd length (edges, the weight
-    split as each row is): against float64 and torch; then rows at an odd offset with
-    the weight at an offset of its own."""
+def test_norms_over_rows_that_start_unaligned(dtype: str, n: int) -> None:
+    """The norms over rows of odd length (edges, the weight and bias split as each row
+    is): against float64 and torch; then rows at an odd offset with the weight at an
+    offset of its own."""
     torch = _torch()
     t = getattr(torch, DTYPES[dtype])
     m = max(9, min(64, (1 << 22) // n))
@@ -262,7 +262,7 @@ def test_rms_norms_over_rows_that_start_unaligned(dtype: str, n: int) -> None:
     plan = rows.plan_for(m, n, 1, 0, itemsize=16 // width,
                          wide=rows.edge_width("rms_norm", 16 // width))
     assert plan.geometry.edges, plan.reason
-    for op in ("rms_norm", "fused_add_rms_norm"):
+    for op in ("rms_norm", "fused_add_rms_norm", "layer_norm"):
         print(run_op(op, dtype, (m, n)))
     base = torch.randn(m, n + 16, device="cuda", dtype=t)
     x = base[:, 3:3 + n]  # rows at an odd offset, a stride of n + 16
@@ -270,6 +270,11 @@ def test_rms_norms_over_rows_that_start_unaligned(dtype: str, n: int) -> None:
     got = _host(ops.rms_norm(x, (n,), w, 1e-5))
     want = ref.rms_norm(_host(x), 1, _host(w), 1e-5)
     ref.check(got, want, ref.norm_bound(want, n, dtype), f"rms_norm {dtype} {n} offsets")
+    b = torch.randn(n + 8, device="cuda", dtype=t)[3:3 + n]
+    got = _host(ops.layer_norm(x + 3, (n,), w, b, 1e-5))  # a mean to take away
+    want = ref.layer_norm(_host(x + 3), 1, _host(w), _host(b), 1e-5)
+    ref.check(got, want, ref.norm_bound(want, n, dtype, np.abs(_host(b)) + 4.0),
+              f"layer_norm {dtype} {n} offsets")
 
 
 def test_empty_inputs_and_dims() -> None:

@@ -172,14 +172,13 @@ def _described(shape: tuple[int, int], strides: tuple[int, int], offset: int = 0
 def test_rows_that_start_unaligned_take_edges_where_every_array_agrees() -> None:
     """softmax's rows of odd length (or at an odd offset) are read with edges (16-byte
     vectors, and the few elements before and after them apart) where x's and the output's
-    rows start at the same alignment, one row a CTA or cluster; so are the RMSNorm
-    family's (their weight split as each row is); otherwise, and for layer norm (whose
-    centered squares would need each part's elements in the row), as before."""
+    rows start at the same alignment, one row a CTA or cluster; so are the norms' (their
+    weight and bias split as each row is); otherwise as before."""
     odd, out = _described((64, 1025), (1025, 1)), _described((64, 1025), (1025, 1))
     assert rows.edge_width("softmax", 2, [odd, out]) == 8
     assert rows.edge_width("rms_norm", 2, [odd, out]) == 8
     assert rows.edge_width("fused_add_rms_norm", 2, [odd, out]) == 8
-    assert rows.edge_width("layer_norm", 2, [odd, out]) == 0
+    assert rows.edge_width("layer_norm", 2, [odd, out]) == 8
     assert rows.edge_width("softmax", 4) == 4  # one contiguous array (explain)
     shifted = _described((64, 1025), (1025, 1), offset=1)  # x[1:]: one element on
     assert rows.edge_width("softmax", 2, [shifted, out]) == 0
@@ -211,7 +210,7 @@ def test_rows_that_start_unaligned_take_edges_where_every_array_agrees() -> None
     assert plan(32768, 333, "f32").geometry == rows.choose(32768, 333, 1, 16, itemsize=4).geometry
     assert not plan(4096, 1024, "bf16").geometry.edges  # aligned rows: none
     assert "start aligned" in rows.explain("log_softmax", (4096, 50257), "bf16")
-    assert "start aligned" not in rows.explain("layer_norm", (4096, 50257), "bf16")
+    assert "start aligned" in rows.explain("layer_norm", (4096, 50257), "bf16")
     with rows.forced("cta", lanes=64):  # forced: edges, the threads as forced
         g = rows.plan_for(8, 1025, 1, 0, itemsize=2, wide=8).geometry
         assert (g.strategy, g.lanes, g.edges) == ("cta", 64, True)
@@ -475,17 +474,19 @@ def test_rows_with_edges_on_the_pretend_device(device: Device, rng: np.random.Ge
 
 
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
-def test_rms_norms_with_edges_on_the_pretend_device(device: Device, rng: np.random.Generator,
-                                                    dtype: str) -> None:
-    """RMSNorm and the fused add + RMSNorm over rows that start unaligned (a CTA a row of 64
-    threads, forced): contiguous rows of odd length, rows at an odd offset, the weight at
-    an offset of its own (split as each row is: tl's aligned_as), shorter rows than a
-    vector; the residual checked too. Against float64."""
+def test_norms_with_edges_on_the_pretend_device(device: Device, rng: np.random.Generator,
+                                                dtype: str) -> None:
+    """The norms over rows that start unaligned (a CTA a row of 64 threads, forced):
+    contiguous rows of odd length, rows at an odd offset, the weight (and bias) at an
+    offset of its own (split as each row is: tl's aligned_as), shorter rows than a vector;
+    the fused add's residual checked too; layer norm's centered squares over the row's
+    elements only (a mean to take away). Against float64."""
     size = DTYPES[dtype].bytes
     with rows.forced("cta", lanes=64):
-        for shape in ((5, 1001), (4, 7), (3, 3), (2, 520)):
+        for shape in ((5, 1001), (4, 7), (3, 3), (2, 520), (3, 1025)):
             _rms(device, rng, shape, dtype)
             _fused_add(device, rng, shape, dtype)
+            _layer(device, rng, shape, dtype)
         wide = _inputs(rng, (6, 700), dtype)
         x = device.array(wide, dtype).view((6, 601), (700, 1), 3)  # rows at an odd offset
         weights = _inputs(rng, (610,), dtype, 2.0)
@@ -496,6 +497,12 @@ def test_rms_norms_with_edges_on_the_pretend_device(device: Device, rng: np.rand
         got = ops.rms_norm(x, (601,), w, 1e-5).numpy()
         want = ref.rms_norm(wide[:, 3:604], 1, weights[5:606], 1e-5)
         ref.check(got, want, ref.norm_bound(want, 601, dtype), "rms_norm at offsets")
+        biases = _inputs(rng, (610,), dtype, 2.0)
+        b = device.array(biases, dtype).view((601,), (1,), 2)  # another offset again
+        got = ops.layer_norm(x, [601], w, b, 1e-5).numpy()
+        want = ref.layer_norm(wide[:, 3:604], 1, weights[5:606], biases[2:603], 1e-5)
+        bound = ref.norm_bound(want, 601, dtype, ref.f64(biases[2:603]) + 4.0)
+        ref.check(got, want, bound, "layer_norm at offsets")
 
 
 def test_rows_that_do_not_merge_are_copied(device: Device, rng: np.random.Generator,

@@ -322,13 +322,16 @@ def test_held_row_reductions_read_rows_of_odd_length_in_16_byte_loads(
     ("rms_norm", 16386, 8191, "bf16"),  # a CTA of 128 threads
     ("rms_norm", 8190, 4097, "f32"),
     ("fused_add_rms_norm", 1335, 50257, "bf16"),  # a cluster of 8, 2 parts of w early
+    ("layer_norm", 16386, 8191, "bf16"),
+    ("layer_norm", 1335, 50257, "bf16"),  # a cluster: two rounds of reductions
 ], ids=str)
-def test_rms_norms_with_edges_read_the_row_in_16_byte_loads(op: str, m: int, n: int,
-                                                            dtype: str) -> None:
-    """The RMSNorm family over rows of odd length with edges: each row array (x, and the
-    residual) read and written in 16-byte accesses a part and one element access each
-    for the head and the tail; the weight, split like the row (aligned_as) wherever it
-    starts, in the element's loads (8 a vector); no spill."""
+def test_norms_with_edges_read_the_row_in_16_byte_loads(op: str, m: int, n: int,
+                                                        dtype: str) -> None:
+    """The norms over rows of odd length with edges: each row array (x, and the residual)
+    read and written in 16-byte accesses a part and one element access each for the head
+    and the tail (layer norm's centered squares read its last part, head and tail again,
+    from L1); the weight (and bias), split like the row (aligned_as) wherever it starts,
+    in the element's loads (8 a vector); no spill."""
     size = DTYPES[dtype].bytes
     plan = rows.with_edges(lambda v: rows.choose(
         m, n, v, 16, itemsize=size, inputs=rows.inputs_of(op),
@@ -339,10 +342,14 @@ def test_rms_norms_with_edges_read_the_row_in_16_byte_loads(op: str, m: int, n: 
     parts, scalar = g.row_parts(n), "b16" if size == 2 else "b32"
     arrays = rows.inputs_of(op)
     nc = "" if op == "fused_add_rms_norm" else ".nc"  # arrays written in place
-    assert ptx.count(f"ld.global{nc}.v4.b32") == arrays * parts
+    if op != "layer_norm":
+        assert ptx.count(f"ld.global{nc}.v4.b32") == arrays * parts
     assert ptx.count("st.global.v4.b32") == arrays * parts
-    weight = g.vec * parts + 2  # its parts' elements one by one, its head and tail
-    if nc:  # the row and the weight read alike (.nc: only read)
+    weight = (g.vec * parts + 2) * (2 if op == "layer_norm" else 1)  # w's (and b's)
+    if op == "layer_norm":  # x's last part, head and tail read again for the squares
+        assert ptx.count("ld.global.nc.v4.b32") == parts + 1
+        assert ptx.count(f"ld.global.nc.{scalar}") == 2 * 2 + weight
+    elif nc:  # the row and the weight read alike (.nc: only read)
         assert ptx.count(f"ld.global.nc.{scalar}") == 2 * arrays + weight
     else:
         assert ptx.count(f"ld.global.{scalar}") == 2 * arrays

@@ -408,13 +408,13 @@ def chosen(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: in
                              early=early, f32_ahead=f32_ahead), n, vec, wide)
 
 
-EDGES = ("softmax", "rms_norm", "fused_add_rms_norm")
+EDGES = ("softmax", "rms_norm", "fused_add_rms_norm", "layer_norm")
 """The families whose rows may take edges (Geometry.edges): softmax and log_softmax, whose
-parts are the row's alone, and the RMSNorm family, whose weight is split as each row is
+parts are the row's alone, and the norms, whose weight (and bias) is split as each row is
 (tl's aligned_as: its vectors then as aligned as the row's offset lets them be, narrower
-loads from L1 where not) and whose padding adds nothing to a sum of squares. Not layer
-norm: its centered squares would need each part's elements in the row, known only at run
-time with edges."""
+loads from L1 where not); layer norm's centered squares take the parts not whole at every
+alignment (the last, the head and the tail) from memory into zeros, and a cluster's row
+its two rounds of reductions (Welford's counts would need each part's elements)."""
 EDGE_STRATEGIES = ("cta", "cluster")
 """The strategies of a whole row a CTA or cluster, whose rows may take edges (a CTA of
 several rows holds them in one tile, which one alignment would have to serve)."""

@@ -278,11 +278,11 @@ class Rows:
         ones = (self.g.rows, 1, 1) if self.multi else (1, 1)
         return tl.alloc_reg(ones, tl.f32, self.held)
 
-    def own(self) -> tl.Tensor:
+    def own(self, dtype: Any = tl.f32) -> tl.Tensor:
         """A value per thread of a row held by one CTA or cluster (the thread's statistics
         of the elements it holds)."""
         assert not self.multi
-        return tl.alloc_reg((self.g.lanes, 1), tl.f32, f"S[({self.g.lanes}, 1):(1@tid, 1)]")
+        return tl.alloc_reg((self.g.lanes, 1), dtype, f"S[({self.g.lanes}, 1):(1@tid, 1)]")
 
     # -------------------------------------------------------------- views
 
@@ -364,6 +364,14 @@ class Rows:
             later = tl.minimum(self.row + self.g.ahead, t.shape[0] - 1)
             self.scope.prefetch(t[later])
         return tiles
+
+    def surely_whole(self, k: int) -> bool:
+        """With edges: whether part k of the body is whole for every alignment of the row
+        (its vectors, k * lanes to (k + 1) * lanes, before the fewest the body can have:
+        a head of vec - 1 elements)."""
+        g = self.g
+        fewest = max(self.n - (g.vec - 1), 0) // g.vec
+        return k < g.row_parts(self.n) and (k + 1) * g.lanes <= fewest
 
     def valid(self, k: int) -> Any:
         """Elements of part k that lie in the row (an int, or an i64 scalar for a chunk)."""
@@ -483,6 +491,13 @@ def layer_apply(rows: Rows, raw: list[tl.Tensor], mean: tl.Tensor, var: tl.Tenso
         scope.sub(t, x, mean)
         last = wk is None and bk is None
         scope.mul(out if last else t, t, var)
+        if rows.g.edges and not last:  # w's and b's parts may not be aligned as y's
+            if wk is not None:
+                scope.mul(t, t, wk)
+            if bk is not None:
+                scope.add(t, t, bk)
+            scope.elementwise("copy", out, t)
+            continue
         if wk is not None:
             scope.mul(out if bk is None else t, t, wk)
         if bk is not None:
@@ -495,15 +510,24 @@ def squared_deviations(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, mean: tl.
     past the row, a part's padding (0) would add mean^2 each. A tile of one row per CTA
     is zeroed there by tail_fill (its positions are the row's); tiles of several rows
     take x - mean from memory into zeros (the part's overlap, just read: the L1 cache
-    has it)."""
+    has it), as do a row's parts with edges but those whole at every alignment."""
     scope = rows.scope
     views = rows.views(x)
     acc = rows.tile()
+    if rows.g.edges:  # the body's parts (the head and tail: edge_squares)
+        raw = raw[:rows.g.row_parts(rows.n)]
+        if not raw:  # a row shorter than a vector: all head and tail
+            scope.fill(acc, 0.0)
     for k, x_k in enumerate(raw):
         d = rows.tile()
-        limit = rows.valid(k)
-        full = isinstance(limit, int) and limit == rows.g.lanes * rows.g.vec
-        if full:
+        limit = None if rows.g.edges else rows.valid(k)
+        if rows.g.edges:
+            if rows.surely_whole(k):
+                scope.sub(d, x_k, mean)
+            else:
+                scope.fill(d, 0.0)
+                scope.sub(d, views[k], mean)
+        elif isinstance(limit, int) and limit == rows.g.lanes * rows.g.vec:
             scope.sub(d, x_k, mean)
         elif not rows.multi:
             scope.sub(d, x_k, mean)
@@ -518,11 +542,34 @@ def squared_deviations(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, mean: tl.
     return acc
 
 
+def edge_squares(rows: Rows, x: tl.Tensor, mean: tl.Tensor) -> tl.Tensor:
+    """Each thread's (x - mean)^2 of the row's head and tail elements (with edges: a
+    column each, an element a thread): read again from memory into a value a thread
+    (Rows.own), past the piece's length back to 0."""
+    scope = rows.scope
+    total = rows.own()
+    scope.fill(total, 0.0)
+    for piece in rows.views(x)[-2:]:
+        value, d = rows.own(x.dtype), rows.own()
+        scope.copy(value, piece, padding=0.0)
+        scope.sub(d, value, mean)
+        scope.tail_fill(d, d, 0.0, tl.maximum(piece.shape[0], 0).to(tl.i64), 0)
+        scope.fma(total, d, d, total)
+    return total
+
+
 def centered_squares(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, mean: tl.Tensor
                      ) -> tl.Tensor:
-    """The row's sum of (x - mean)^2 (squared_deviations, across its threads)."""
+    """The row's sum of (x - mean)^2 (squared_deviations, across its threads; with edges,
+    edge_squares too)."""
     dst = rows.scalar()
-    rows.scope.sum(dst, squared_deviations(rows, raw, x, mean), axes=rows.axes)
+    squares = squared_deviations(rows, raw, x, mean)
+    if rows.g.edges:
+        own = rows.own_reduce("sum", [squares])
+        rows.scope.add(own, own, edge_squares(rows, x, mean))
+        rows.scope.sum(dst, own, axes=0)
+        return dst
+    rows.scope.sum(dst, squares, axes=rows.axes)
     return dst
 
 
@@ -692,8 +739,9 @@ def layer_norm_rows(x: Row, w: Vector, b: Vector, y: Row, eps: tl.f32, *, G: tl.
     # a cluster's row: one mailbox round (the module's docstring); else the mean, then
     # the centered squares (shorter merges: bench/fused.py's rows of 1024 under a CTA
     # ran 3.08 -> 2.95 TB/s with Welford's)
-    mean, var = welford_stats_of(rows, raw, x) if rows.g.ctas > 1 else \
-        layer_stats_of(rows, raw, x, rows.n)
+    # (with edges too: Welford's counts would need each part's elements in the row)
+    mean, var = welford_stats_of(rows, raw, x) if rows.g.ctas > 1 and not rows.g.edges \
+        else layer_stats_of(rows, raw, x, rows.n)
     rows.scope.mul(var, var, 1.0 / rows.n)
     layer_apply(rows, raw, mean, var, eps=eps, wb=wb, y=y)
 
