@@ -15,6 +15,7 @@ gpu tier.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -208,6 +209,25 @@ def test_rows_that_start_unaligned_take_edges_where_every_array_agrees() -> None
     assert (cluster.strategy, cluster.lanes, cluster.ctas, cluster.edges) == \
         ("cluster", 1024, 8, True)
     assert plan(32768, 333, "f32").geometry == rows.choose(32768, 333, 1, 16, itemsize=4).geometry
+
+    def pair(n: int) -> Any:  # the fused add's x and residual: 2 parts of each a thread
+        return rows.with_edges(lambda v: rows.choose(1024, n, v, 16, itemsize=2, inputs=2),
+                               n, 1, 8, inputs=2)
+
+    assert pair(8191).geometry == Geometry("cta", 8, 512, edges=True)  # not 128: halved
+    assert pair(8191).reason.startswith("a row of 8191 of each of two inputs fits one CTA "
+                                        "of 512 threads holding 16 elements of each")
+    assert pair(16383).geometry == Geometry("cta", 8, 512, edges=True)  # MAX_CTA // 2
+    assert pair(1025).geometry == Geometry("cta", 8, 64, edges=True)
+    for n, lanes, ctas in ((32001, 2048, 8), (50257, 2048, 8), (262145, 4096, 16)):
+        g = pair(n).geometry  # up to EDGE_PAIR_LANES, never fewer than one input's
+        assert (g.strategy, g.lanes, g.ctas, g.threads, g.early, g.edges) == \
+            ("cluster", lanes, ctas, lanes // ctas, 0, True), (n, g)
+    assert pair(262145).geometry == replace(
+        rows.choose(1024, 262145, 8, 16, itemsize=2, inputs=2).geometry, edges=True)
+    f32 = rows.with_edges(lambda v: rows.choose(1024, 8191, v, 16, itemsize=4, inputs=2),
+                          8191, 1, 4, inputs=2)
+    assert f32.geometry == Geometry("cta", 4, 256, edges=True)  # 16-bit rows only
     assert not plan(4096, 1024, "bf16").geometry.edges  # aligned rows: none
     assert "start aligned" in rows.explain("log_softmax", (4096, 50257), "bf16")
     assert "start aligned" in rows.explain("layer_norm", (4096, 50257), "bf16")

@@ -405,7 +405,7 @@ def chosen(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: in
     explain's)."""
     return with_edges(
         lambda width: choose(m, n, width, clusters, itemsize=itemsize, inputs=inputs,
-                             early=early, f32_ahead=f32_ahead), n, vec, wide)
+                             early=early, f32_ahead=f32_ahead), n, vec, wide, inputs=inputs)
 
 
 EDGES = ("softmax", "rms_norm", "fused_add_rms_norm", "layer_norm")
@@ -431,14 +431,54 @@ TB/s, at 64 3.57 (without edges 3.41, rows of 1024 3.80); 2049 at 64 threads 4.0
 EDGE_CTA_MIN = 64
 """The planner's smallest CTA of a row (`_cta`, `_whole_warp`): rows of 2049 stay at 64
 threads (32 measured 2% faster once, on that one length: not taken)."""
+EDGE_PAIR_PARTS = 2
+"""Parts of each input a thread holds at most where a row of 16-bit elements of two inputs
+(the fused add + RMSNorm: x and the residual) takes edges (`_pair_threads`), in a CTA of
+at most MAX_CTA // 2 threads or a cluster of at most EDGE_PAIR_LANES threads (never fewer
+than the planner's plan has): a thread of a row with edges holds each part of both inputs, their
+head and tail too. Measured on an H200 (bench/rows_ab.py, fused_add_rms_norm bf16 at
+bench/fused.py's 128 MiB, TB/s; the planner's plan for one input in brackets, without
+edges after the slash): rows of 8191 at 128 / 256 / 512 threads 3.00 / 3.36 / 3.87 (/
+3.05); 32001 on 4 CTAs of 128 threads 2.49, 8 of 256 3.02, 16 of 128 3.15, 16 of 256 2.85
+(/ 2.85); 50257 on 8 of 128 2.62, 8 of 256 2.76, 16 of 128 2.73, 16 of 256 2.48 (/ 2.79).
+One input holds its 6 to 8 parts a thread best (RMSNorm bf16 rows of 50257 on 8 CTAs of
+128 threads 3.28, of 256 2.69)."""
+EDGE_PAIR_LANES = 2048
+"""A cluster's threads that EDGE_PAIR_PARTS stop at (rows of 50257: 4096 ran slower)."""
+
+
+def _pair_threads(g: Geometry, n: int) -> tuple[Geometry, str]:
+    """A CTA's or cluster's geometry `g` of a row of two inputs with edges, given the
+    threads for EDGE_PAIR_PARTS parts of each a thread, as far as a CTA of MAX_CTA // 2
+    threads or EDGE_PAIR_LANES of a cluster go (never fewer than `g`'s), and why."""
+    lanes = max(g.lanes, _pow2(-(-n // g.vec) // EDGE_PAIR_PARTS))
+    if g.strategy == "cta":
+        g = replace(g, lanes=min(lanes, MAX_CTA // 2), ahead=0)
+        return g, (f"a row of {n} of each of two inputs fits one CTA of {g.threads} threads "
+                   f"holding {g.row_parts(n) * g.vec} elements of each (a row of two "
+                   f"inputs with edges: at most {EDGE_PAIR_PARTS} parts of each a thread, "
+                   f"as far as {MAX_CTA // 2} threads go); reductions across its warps "
+                   "through shared memory (one barrier each)")
+    if min(lanes, EDGE_PAIR_LANES) > g.lanes:  # the first shape of 8 CTAs at most with them
+        g = next(replace(g, lanes=t * c, ctas=c) for t, c in CLUSTERS
+                 if c <= 8 and t * c >= min(lanes, EDGE_PAIR_LANES))
+    threads, ctas = g.threads, g.ctas
+    weight = f"; each thread reads its first {g.early} parts of the weight with the row, " \
+        "before the reductions" if g.early else ""
+    return g, (f"a row of {n} of each of two inputs: a cluster of {ctas} CTAs of {threads} "
+               f"threads holds it ({g.row_parts(n) * g.vec} elements of each a thread: a "
+               f"row of two inputs with edges, at most {EDGE_PAIR_PARTS} parts of each as "
+               f"far as {EDGE_PAIR_LANES} threads go); their partials meet in distributed "
+               f"shared memory{weight}")
 
 
 def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
-               planned: bool = True) -> Plan:
+               planned: bool = True, inputs: int = 1) -> Plan:
     """The plan `pick` makes at `wide` elements an access, with edges, where there is a
     wider access than `vec` (rows of odd length or at odd offsets take vec = 1) and its
-    strategy holds a whole row a CTA or cluster (a `planned` CTA's 16-bit row then takes
-    EDGE_CTA_SHARE's share of the threads); else at `vec`."""
+    strategy holds a whole row a CTA or cluster (a `planned` 16-bit row then takes
+    EDGE_CTA_SHARE's share of a CTA's threads where it has one input, and EDGE_PAIR_PARTS
+    parts of each a thread where it has two: `_pair_threads`); else at `vec`."""
     if wide <= vec:
         return pick(vec)
     plan = pick(wide)
@@ -446,7 +486,9 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
     if g.strategy not in EDGE_STRATEGIES:
         return pick(vec)
     reason = plan.reason
-    if planned and g.strategy == "cta" and wide == ACCESS_BYTES // 2 and \
+    if planned and inputs > 1 and wide == ACCESS_BYTES // 2:
+        g, reason = _pair_threads(g, n)
+    elif planned and g.strategy == "cta" and wide == ACCESS_BYTES // 2 and \
             g.lanes // EDGE_CTA_SHARE >= EDGE_CTA_MIN:
         g = replace(g, lanes=g.lanes // EDGE_CTA_SHARE, ahead=0)
         reason = (f"a row of {n} fits one CTA of {g.threads} threads holding "
