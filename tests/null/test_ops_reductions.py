@@ -455,18 +455,20 @@ def test_the_kernels_themselves(device: Device, rng: np.random.Generator, name: 
     assert len(device.launches) >= 9
 
 
+@pytest.mark.parametrize("stack", [1, 2, 3])
 @pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
 def test_rows_that_start_unaligned_are_held_with_edges(device: Device,
                                                        rng: np.random.Generator,
-                                                       dtype: str) -> None:
+                                                       dtype: str, stack: int) -> None:
     """Rows of odd length (each starting at another alignment) and rows at an odd offset
     with a row stride are reduced by programs/rows.py's reduce_rows_held (a CTA a row,
-    forced to 64 threads as the row ops' tests emulate it): its aligned vectors, head and
-    tail. sum, amax, amin and mean (scaled) against float64; NaN in a row propagates
-    through amax and amin; rows shorter than a vector; keepdim."""
+    forced to 64 threads as the row ops' tests emulate it; or a stack of 2 or 3 rows a
+    CTA, the row counts no multiple of it): its aligned vectors, head and tail. sum,
+    amax, amin and mean (scaled) against float64; NaN in a row propagates through amax
+    and amin; rows shorter than a vector; keepdim."""
     from tile_mlir.ops import rows
 
-    with rows.forced("cta", lanes=64):
+    with rows.forced("cta", lanes=64, stack=stack):
         for shape in ((5, 1001), (4, 7), (3, 3), (2, 522)):
             x = device.array(rng.standard_normal(shape).astype(np.float32), dtype)
             values = x.numpy()

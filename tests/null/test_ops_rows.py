@@ -450,14 +450,16 @@ def test_rows_with_a_stride_misaligned_and_in_place(device: Device, rng: np.rand
     assert np.array_equal(buffer.numpy()[:, 38:], wide[:, 38:])
 
 
+@pytest.mark.parametrize("stack", [1, 2, 3])
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_rows_with_edges_on_the_pretend_device(device: Device, rng: np.random.Generator,
-                                               op: str, dtype: str) -> None:
-    """A CTA a row with edges (forced: 64 threads, two warps): contiguous rows of odd
-    length (each row at another alignment), rows shorter than a vector, rows at an odd
-    offset written into out= at the same alignment and in place; nothing around them
-    written. Against float64 NumPy."""
+                                               op: str, dtype: str, stack: int) -> None:
+    """A CTA a row with edges (forced: 64 threads, two warps), or a stack of 2 or 3 rows
+    a CTA (Geometry.stack; row counts no multiple of it): contiguous rows of odd length
+    (each row at another alignment), rows shorter than a vector, rows at an odd offset
+    written into out= at the same alignment and in place; nothing around them written.
+    Against float64 NumPy."""
     fn = ops.log_softmax if op == "log_softmax" else ops.softmax
     size = DTYPES[dtype].bytes
 
@@ -468,8 +470,8 @@ def test_rows_with_edges_on_the_pretend_device(device: Device, rng: np.random.Ge
             ref.softmax_bound(want, n, dtype)
         ref.check(got, want, bound, f"{op} {dtype} {what}")
 
-    with rows.forced("cta", lanes=64):
-        for shape in ((5, 1001), (3, 3), (4, 7), (2, 520)):
+    with rows.forced("cta", lanes=64, stack=stack):
+        for shape in ((5, 1001), (3, 3), (4, 7), (2, 520), (1, 77)):
             values = _inputs(rng, shape, dtype, 8.0)
             check(fn(device.array(values, dtype)).numpy(), values, f"{shape}")
         wide = _inputs(rng, (6, 700), dtype, 8.0)

@@ -356,3 +356,33 @@ def test_norms_with_edges_read_the_row_in_16_byte_loads(op: str, m: int, n: int,
         assert ptx.count(f"ld.global.nc.{scalar}") == weight
     assert ptx.count(f"st.global.{scalar}") == 2 * arrays
     assert registers * g.threads <= toolchain.REGISTERS
+
+
+@pytest.mark.parametrize("stack", [2, 4])
+@pytest.mark.parametrize("held", [False, True], ids=["softmax", "held sum"])
+def test_a_stack_of_rows_issues_every_rows_loads_before_the_first_barrier(
+        stack: int, held: bool) -> None:
+    """Geometry.stack: a CTA of 64 threads holding `stack` rows of 1025 bf16 with edges
+    (softmax, or a held sum) reads every row (its 16-byte vectors, head and tail) before
+    its first barrier (the first row's reduction), and writes each row's results; no
+    spill, no local memory."""
+    from tile_mlir.lang import ArrayDesc
+
+    g = Geometry("cta", 8, 64, edges=True, stack=stack)
+    m, n = 65472, 1025
+    if held:
+        arrays: dict[str, Any] = {"x": ArrayDesc("bf16", (m, n), None, 1 << 20),
+                                  "y": ArrayDesc("bf16", (m,), None, 1 << 36)}
+        program = programs.specialize(programs.reduce_rows_held, arrays,
+                                      {"G": g.constexpr(), "KIND": "sum"})
+    else:
+        program = _program("softmax", g, m, n, "bf16")
+    ptx, registers = _compiled(program)
+    assert registers * g.threads <= programs.REGISTERS
+    first = ptx[:ptx.index("bar.sync")]
+    assert first.count("ld.global.nc.v4.b32") == ptx.count("ld.global.nc.v4.b32") == \
+        stack * g.row_parts(n)
+    assert first.count("ld.global.nc.b16") == ptx.count("ld.global.nc.b16") == 2 * stack
+    stores = ptx.count("st.global.b16") if held else ptx.count("st.global.v4.b32")
+    assert stores == stack * (1 if held else g.row_parts(n))
+    assert g.grid(m) == m // stack and g.grid(m + 1) == m // stack + 1

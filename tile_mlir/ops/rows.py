@@ -321,7 +321,8 @@ class Forced:
     """A strategy to use whatever the planner would choose (tests, benchmarks): its
     threads per row (lanes; per chunk for "split"), CTAs per cluster, parts per chunk,
     parts of the weight read early ("cta" and "cluster"), rows ahead prefetched into L2
-    ("cta" and "cluster": Geometry.ahead)."""
+    ("cta" and "cluster": Geometry.ahead), rows a CTA stacks ("cta": softmax and the held
+    reductions, Geometry.stack)."""
 
     strategy: str
     lanes: int | None = None
@@ -329,6 +330,7 @@ class Forced:
     parts: int | None = None
     early: int = 0  # parts of the weight read with the row (a CTA's or a cluster's)
     ahead: int = 0
+    stack: int = 1
 
     def plan(self, m: int, n: int, vec: int) -> Plan:
         nv = n // vec
@@ -340,7 +342,8 @@ class Forced:
             ctas = self.ctas if self.strategy == "cluster" else 1
             lanes = lanes or ctas * max(32, _pow2(-(-nv // (parts_limit(vec) * ctas))))
             g = Geometry(self.strategy, vec, lanes, 1, ctas, ahead=self.ahead,
-                         early=self.early)
+                         early=self.early,
+                         stack=self.stack if self.strategy == "cta" else 1)
         else:
             lanes = lanes or SPLIT_THREADS
             parts = self.parts or parts_limit(vec)

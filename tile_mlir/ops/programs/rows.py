@@ -117,7 +117,11 @@ class Geometry:
     before the reductions (0: each read where the apply phase uses it); `edges`: a row
     (one a CTA or cluster) is read as its `vec`-aligned whole vectors, the parts, and the
     elements before and after them, two parts more (the head and the tail: Rows), so that
-    a row that starts unaligned (of odd length, at an odd offset) keeps 16-byte accesses."""
+    a row that starts unaligned (of odd length, at an odd offset) keeps 16-byte accesses;
+    `stack`: rows a CTA of strategy "cta" holds one after another (each with the CTA's
+    threads, each read with its own edges), every row's loads issued before the first
+    row's reductions, so that a CTA of a short row keeps `stack` rows in flight (rows past
+    the last: the last again, its values written twice)."""
 
     strategy: str
     vec: int
@@ -129,6 +133,7 @@ class Geometry:
     ahead: int = 0
     early: int = 0
     edges: bool = False
+    stack: int = 1
 
     @staticmethod
     def of(value: Any) -> Geometry:
@@ -137,7 +142,7 @@ class Geometry:
 
     def constexpr(self) -> tuple[Any, ...]:
         return (self.strategy, self.vec, self.lanes, self.rows, self.ctas, self.parts,
-                self.chunks, self.ahead, self.early, self.edges)
+                self.chunks, self.ahead, self.early, self.edges, self.stack)
 
     @property
     def threads(self) -> int:
@@ -159,7 +164,7 @@ class Geometry:
         """CTAs for m rows."""
         if self.strategy == "warp":
             return -(-m // self.rows)
-        return m * self.ctas * self.chunks
+        return -(-m // self.stack) * self.ctas * self.chunks
 
 
 def _threads(constexprs: dict[str, Any]) -> int:
@@ -219,7 +224,9 @@ class Rows:
     """The rows (or the chunk of a row) one CTA or cluster holds, as register tiles:
     made while a kernel is built (the body API), one per part."""
 
-    def __init__(self, g: Geometry, n: int):
+    def __init__(self, g: Geometry, n: int, index: int = 0, m: Any = None):
+        """The rows of geometry g; with a `stack`, its row `index` of the CTA's (of `m`
+        rows: stacked)."""
         self.g, self.n = g, n
         self.scope = tl.cluster if g.ctas > 1 else tl.cta
         self.nv = n // g.vec  # vectors per row (at most, with edges)
@@ -232,6 +239,9 @@ class Rows:
             self.row = slice(block * g.rows, block * g.rows + g.rows)  # clamped to M
         elif g.ctas * g.chunks > 1:
             self.row = block // (g.ctas * g.chunks)
+        elif g.stack > 1:
+            assert g.strategy == "cta" and m is not None, "a stack of a CTA's rows: stacked()"
+            self.row = tl.minimum(block * g.stack + index, m - 1)
         if g.chunks > 1:
             self.chunk = block % g.chunks
             self.first = self.chunk * (self.parts * g.lanes)
@@ -443,8 +453,20 @@ def softmax_apply(rows: Rows, raw: list[tl.Tensor], m: tl.Tensor, s: tl.Tensor,
         scope.mul(out, t, s)
 
 
-def softmax_rows_body(rows: Rows, x: tl.Tensor, y: tl.Tensor, log: bool) -> None:
-    raw = rows.load(x, NEG_INF)
+def stacked(g: Geometry, x: tl.Tensor) -> list[Rows]:
+    """The rows a CTA or cluster of g holds of x [M, N]: one, or its `stack` of them."""
+    if g.stack == 1:
+        return [Rows(g, x.shape[1])]
+    return [Rows(g, x.shape[1], index, x.shape[0]) for index in range(g.stack)]
+
+
+def loaded(each: Sequence[Rows], x: tl.Tensor, padding: float) -> list[list[tl.Tensor]]:
+    """Each of the rows' parts of x in registers, every row's loads before any reduction."""
+    return [rows.load(x, padding) for rows in each]
+
+
+def softmax_rows_body(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, y: tl.Tensor,
+                      log: bool) -> None:
     m = rows.reduce("max", raw)
     # softmax keeps exp(x - m) (in place for f32); log_softmax only sums it
     keep = not log
@@ -718,7 +740,9 @@ Stats = Annotated[tl.Tensor, "f32", ("M", "S", "CH")]
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
 def softmax_rows(x: Row, y: Row, *, G: tl.constexpr, LOG: tl.constexpr = False) -> None:
-    softmax_rows_body(Rows(Geometry.of(G), x.shape[1]), x, y, LOG)
+    each = stacked(Geometry.of(G), x)
+    for rows, raw in zip(each, loaded(each, x, NEG_INF), strict=True):
+        softmax_rows_body(rows, raw, x, y, LOG)
 
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
@@ -872,9 +896,10 @@ def reduce_rows_held(x: Row, y: Result, *, G: tl.constexpr, KIND: tl.constexpr,
     held by one CTA or cluster in registers, as the row ops hold theirs, so that a row
     that starts unaligned (of odd length) is read with edges (16-byte accesses), where
     reduction.py's reduce_rows takes the element's width (ops/reductions.py's _held)."""
-    rows = Rows(Geometry.of(G), x.shape[1])
-    total = rows.reduce(KIND, rows.load(x, IDENTITY[KIND]))
-    rows.scope.mul(y.reshape((y.shape[0], 1))[tl.ds(rows.row, 1)], total, SCALE)
+    each = stacked(Geometry.of(G), x)
+    for rows, raw in zip(each, loaded(each, x, IDENTITY[KIND]), strict=True):
+        total = rows.reduce(KIND, raw)
+        rows.scope.mul(y.reshape((y.shape[0], 1))[tl.ds(rows.row, 1)], total, SCALE)
 
 
 KERNELS: dict[str, tuple[KernelFunction, ...]] = {

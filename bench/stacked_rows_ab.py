@@ -1,0 +1,89 @@
+"""A/B of Geometry.stack (programs/rows.py: a CTA of a short row with edges holding 2 or 4
+rows one after another, every row's loads before the first reduction) against one row a
+CTA, on rows of odd length, for softmax, log_softmax and a held sum, beside torch eager
+and torch.compile, each timed by the one DeviceTimer in one process (TB/s of the input
+read once and the output written once). It decides whether and where the planner stacks.
+
+    python3 bench/stacked_rows_ab.py [--reps 150] [--stacks 1,2,4]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+CASES = [("softmax", "bf16", 1025), ("log_softmax", "bf16", 1025), ("sum", "bf16", 1025),
+         ("softmax", "bf16", 999), ("softmax", "bf16", 2049), ("sum", "bf16", 2049),
+         ("softmax", "f32", 1025), ("sum", "f32", 1025), ("softmax", "bf16", 513)]
+TOTAL = 1 << 27
+"""Bytes of the input."""
+
+
+def time_case(timer: Any, stacks: Sequence[int], op: str, dtype: str, n: int) -> str:
+    """One case's line: TB/s of each system and stack, their results checked first."""
+    import torch
+
+    from tile_mlir import ops
+    from tile_mlir.ops import entry, rows
+
+    kinds = {"bf16": torch.bfloat16, "f32": torch.float32}
+    size = 2 if dtype == "bf16" else 4
+    m = TOTAL // size // n
+    x = torch.randn(m, n, device="cuda", dtype=kinds[dtype])
+    fn, peer = getattr(ops, op), getattr(torch, op)
+    want = peer(x.double(), dim=-1)
+    torch._dynamo.reset()  # past its recompile limit dynamo would quietly run eagerly
+    compiled = torch.compile(lambda t: peer(t, dim=-1), dynamic=False)
+    calls: dict[str, Any] = {"eager": lambda: peer(x, dim=-1), "compile": lambda: compiled(x)}
+    lanes = _lanes(m, n, size)
+    for stack in stacks:
+        with rows.forced("cta", lanes=lanes, stack=stack):  # stack 1: the planner's CTA
+            entry.clear()
+            got = fn(x, -1)
+            plans = dict(entry.PLANS)
+        error = float((got.double() - want).abs().max())
+        print(f"  {op} {dtype} {m}x{n} stack {stack}: max |error| {error:.3g}", flush=True)
+
+        def call(plans: dict[Any, Any] = plans) -> Any:
+            entry.adopt(plans)  # this stack's plan, in place of the others'
+            return fn(x, -1)
+
+        calls[f"stack{stack}"] = call
+    compiled(x)
+    times = timer.time(calls)
+    out = m if op == "sum" else m * n
+    traffic = (m * n + out) * size
+    return f"{op} {dtype} {m}x{n} ({lanes} threads): " + ", ".join(
+        f"{k} {traffic / t.median_s / 1e12:.3f}" for k, t in times.items()) + " TB/s"
+
+
+def _lanes(m: int, n: int, size: int) -> int:
+    """The threads the planner gives a row with edges (a CTA's: the stacks keep them)."""
+    from tile_mlir.ops import rows
+
+    plan = rows.chosen(m, n, 1, 16, itemsize=size, inputs=1, early=0, f32_ahead=False,
+                       wide=16 // size)
+    assert plan.geometry.strategy == "cta" and plan.geometry.edges, plan.reason
+    return plan.geometry.lanes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import torch
+
+    from tile_mlir.ops.timing import DeviceTimer
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--reps", type=int, default=150)
+    parser.add_argument("--stacks", default="1,2,4")
+    args = parser.parse_args(argv)
+    stacks = [int(s) for s in args.stacks.split(",")]
+    timer = DeviceTimer(args.reps)
+    print(f"device: {torch.cuda.get_device_name()}; {args.reps} repetitions")
+    for op, dtype, n in CASES:
+        print(time_case(timer, stacks, op, dtype, n), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
