@@ -378,7 +378,7 @@ def test_a_stack_of_rows_issues_every_rows_loads_before_the_first_barrier(
     else:
         program = _program("softmax", g, m, n, "bf16")
     ptx, registers = _compiled(program)
-    assert registers * g.threads <= programs.REGISTERS
+    assert registers * g.threads <= toolchain.REGISTERS
     first = ptx[:ptx.index("bar.sync")]
     assert first.count("ld.global.nc.v4.b32") == ptx.count("ld.global.nc.v4.b32") == \
         stack * g.row_parts(n)
