@@ -527,6 +527,24 @@ def test_norms_with_edges_on_the_pretend_device(device: Device, rng: np.random.G
         ref.check(got, want, bound, "layer_norm at offsets")
 
 
+@pytest.mark.parametrize("stack", [1, 4])
+def test_short_rows_with_edges_a_warp_sized_cta(device: Device, rng: np.random.Generator,
+                                               stack: int) -> None:
+    """Rows of 77 and 257 bf16 (CLIP's and a ViT's tokens), which the planner gives a
+    group of lanes without edges, forced onto a CTA of 32 threads a row with edges, one
+    or a stack of 4 a CTA (bench/stacked_rows_ab.py's candidates): against float64."""
+    with rows.forced("cta", lanes=32, stack=stack):
+        for shape in ((9, 77), (6, 257)):
+            x = _inputs(rng, shape, "bf16", 8.0)
+            for log in (False, True):
+                fn = ops.log_softmax if log else ops.softmax
+                got = fn(device.array(x, "bf16")).numpy()
+                want = ref.log_softmax(x) if log else ref.softmax(x)
+                bound = ref.log_softmax_bound(x, want, shape[1], "bf16") if log else \
+                    ref.softmax_bound(want, shape[1], "bf16")
+                ref.check(got, want, bound, f"{shape} stack {stack}")
+
+
 def test_rows_that_do_not_merge_are_copied(device: Device, rng: np.random.Generator,
                                            one_lane: None) -> None:
     values = rng.uniform(-4, 4, (4, 6, 10)).astype(np.float32)
