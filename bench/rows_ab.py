@@ -9,8 +9,16 @@ traffic). The experiments behind ops/rows.py's constants are of this shape.
 A case is OP:DTYPE:N (M rows of N at bench/fused.py's 128 MiB); OP one of the row ops or
 a reduction a row held in registers serves (sum, amax, amin, mean over the last dim). A
 variant is STRATEGY[:KEY=VALUE,...] with Forced's keys (lanes, ctas, parts, early,
-ahead); every case runs every variant; --without-edges adds the planner's plan with
-rows that start unaligned read narrow (no Geometry.edges: ops/rows.py's EDGES).
+ahead, stack); every case runs every variant; --without-edges adds the planner's plan
+with rows that start unaligned read narrow (no Geometry.edges: ops/rows.py's EDGES).
+Whether a CTA should hold a stack of short rows of odd length (Geometry.stack), for one:
+
+    python3 bench/rows_ab.py softmax:bf16:1025 log_softmax:bf16:1025 sum:bf16:1025 \
+        softmax:bf16:999 softmax:bf16:2049 sum:bf16:2049 --variant cta:lanes=64 \
+        --variant cta:lanes=64,stack=2 --variant cta:lanes=64,stack=4
+    python3 bench/rows_ab.py softmax:bf16:513 softmax:bf16:257 softmax:bf16:77 \
+        softmax:f32:257 --variant cta:lanes=32 --variant cta:lanes=32,stack=4 \
+        --variant cta:lanes=32,stack=8
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ import fused
 import harness
 
 REDUCTIONS = ("sum", "amax", "amin", "mean")
-FORCED_KEYS = ("lanes", "ctas", "parts", "early", "ahead")
+FORCED_KEYS = ("lanes", "ctas", "parts", "early", "ahead", "stack")
 
 
 def parse_case(text: str) -> tuple[str, str, int]:

@@ -191,6 +191,7 @@ def test_rows_ab_reads_cases_and_variants() -> None:
     g = rows.Forced(strategy, **options).plan(512, 65536, 4).geometry
     assert (g.strategy, g.ctas, g.ahead, g.lanes) == ("cluster", 8, 16, 1024)
     assert script.parse_variant("cta") == ("cta", {})
+    assert script.parse_variant("cta:lanes=64,stack=4") == ("cta", {"lanes": 64, "stack": 4})
     for bad, says in [("gelu:f32:8", "OP:DTYPE:N"), ("softmax:i32:8", "OP:DTYPE:N"),
                       ("softmax:f32", "OP:DTYPE:N"), ("softmax:f32:0", "OP:DTYPE:N")]:
         with pytest.raises(argparse.ArgumentTypeError, match=says):

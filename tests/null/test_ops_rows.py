@@ -532,7 +532,7 @@ def test_short_rows_with_edges_a_warp_sized_cta(device: Device, rng: np.random.G
                                                stack: int) -> None:
     """Rows of 77 and 257 bf16 (CLIP's and a ViT's tokens), which the planner gives a
     group of lanes without edges, forced onto a CTA of 32 threads a row with edges, one
-    or a stack of 4 a CTA (bench/stacked_rows_ab.py's candidates): against float64."""
+    or a stack of 4 a CTA (candidates for bench/rows_ab.py): against float64."""
     with rows.forced("cta", lanes=32, stack=stack):
         for shape in ((9, 77), (6, 257)):
             x = _inputs(rng, shape, "bf16", 8.0)
