@@ -13,11 +13,11 @@ ahead, stack); every case runs every variant; --without-edges adds the planner's
 with rows that start unaligned read narrow (no Geometry.edges: ops/rows.py's EDGES).
 Whether a CTA should hold a stack of short rows of odd length (Geometry.stack), for one:
 
-    python3 bench/rows_ab.py softmax:bf16:1025 log_softmax:bf16:1025 sum:bf16:1025 \
-        softmax:bf16:999 softmax:bf16:2049 sum:bf16:2049 --variant cta:lanes=64 \
+    python3 bench/rows_ab.py softmax:bf16:1025 log_softmax:bf16:1025 sum:bf16:1025 \\
+        softmax:bf16:999 softmax:bf16:2049 sum:bf16:2049 --variant cta:lanes=64 \\
         --variant cta:lanes=64,stack=2 --variant cta:lanes=64,stack=4
-    python3 bench/rows_ab.py softmax:bf16:513 softmax:bf16:257 softmax:bf16:77 \
-        softmax:f32:257 --variant cta:lanes=32 --variant cta:lanes=32,stack=4 \
+    python3 bench/rows_ab.py softmax:bf16:513 softmax:bf16:257 softmax:bf16:77 \\
+        softmax:f32:257 --variant cta:lanes=32 --variant cta:lanes=32,stack=4 \\
         --variant cta:lanes=32,stack=8
 """
 
