@@ -296,6 +296,31 @@ def test_stacks_of_rows_with_edges(stack: int) -> None:
                               + 1e-6), (dtype, m, n)
 
 
+@pytest.mark.parametrize(("m", "n", "dtype"), [
+    (8195, 1025, "bf16"), (8193, 999, "bf16"), (8197, 257, "bf16"), (8194, 513, "bf16"),
+    (8199, 129, "f32"), (8193, 257, "f32"), (8195, 1025, "f32")], ids=str)
+def test_planned_stacks_of_short_rows(m: int, n: int, dtype: str) -> None:
+    """The planner's stacks (rows.STACKS: 4 rows a CTA of 32 or 64 threads, a row count no
+    multiple of 4): softmax, log_softmax (poisoned outputs) and the held reductions
+    against float64."""
+    torch = _torch()
+    size = 4 if dtype == "f32" else 2
+    plan = rows.plan_for(m, n, 1, 0, itemsize=size, wide=16 // size, stacks=True)
+    assert plan.geometry.stack == rows.STACK_ROWS, plan.reason
+    for op in ("softmax", "log_softmax"):
+        print(run_op(op, dtype, (m, n)))
+    x = torch.randn(m, n, device="cuda", dtype=getattr(torch, DTYPES[dtype]))
+    x64 = _host(x).astype(np.float64)
+    scale = np.abs(x64).sum(axis=-1)
+    for name, want in (("sum", x64.sum(axis=-1)), ("mean", x64.mean(axis=-1)),
+                       ("amax", x64.max(axis=-1)), ("amin", x64.min(axis=-1))):
+        got = _host(getattr(ops, name)(x, dim=-1)).astype(np.float64)
+        tol = (1e-5 if dtype == "f32" else 8e-3) * (scale / n if name == "mean" else scale)
+        exact = name in ("amax", "amin")
+        assert np.all(got == want) if exact else np.all(np.abs(got - want) <= tol + 1e-6), \
+            (name, dtype, m, n)
+
+
 def test_empty_inputs_and_dims() -> None:
     torch = _torch()
     for shape in ((0, 1024), (5, 0), (0,)):

@@ -150,6 +150,42 @@ def test_vector_width_follows_the_row_the_strides_and_offsets() -> None:
     assert rows.vector_width(1000, "bf16", [3]) == 1
 
 
+def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
+    """rows.STACKS: a CTA whose threads hold at most STACK_PARTS parts of a row with edges
+    holds STACK_ROWS rows where there are STACK_MIN_ROWS; a row of 32 to 64 vectors that a
+    group of lanes would hold without edges takes a CTA of a warp with them; where the
+    kernel does not stack (the norms), as before."""
+    def plan(m: int, n: int, dtype: str, stacks: bool = True) -> Any:
+        size = DTYPES[dtype].bytes
+        return rows.chosen(m, n, 1, 16, itemsize=size, inputs=1, early=0, f32_ahead=False,
+                           wide=16 // size, stacks=stacks)
+
+    stacked = plan(65472, 1025, "bf16")
+    assert stacked.geometry == Geometry("cta", 8, 64, edges=True, stack=4), stacked.reason
+    assert "each CTA holds 4 rows one after another" in stacked.reason
+    assert stacked.geometry.grid(65472) == 65472 // 4
+    assert plan(65472, 1025, "bf16", stacks=False).geometry == \
+        Geometry("cta", 8, 64, edges=True)  # the norms' kernels hold one row
+    assert plan(rows.STACK_MIN_ROWS - 1, 1025, "bf16").geometry.stack == 1  # too few rows
+    assert plan(43662, 1537, "bf16").geometry.stack == 1  # 3 parts a thread
+    assert plan(32736, 1025, "f32").geometry == Geometry("cta", 4, 128, edges=True, stack=4)
+    for n, dtype in ((257, "bf16"), (385, "bf16"), (513, "bf16"), (129, "f32"),
+                     (257, "f32")):
+        wide = 16 // DTYPES[dtype].bytes
+        warp = plan(1 << 17, n, dtype)
+        assert warp.geometry == Geometry("cta", wide, 32, edges=True, stack=4), warp.reason
+        assert warp.reason.startswith(f"a row of {n} fits one CTA of a warp")
+        assert plan(1000, n, dtype).geometry == Geometry("cta", wide, 32, edges=True)
+        assert not plan(1 << 17, n, dtype, stacks=False).geometry.edges
+    for n, dtype in ((129, "bf16"), (77, "bf16"), (513, "f32")):
+        assert plan(1 << 17, n, dtype) == plan(1 << 17, n, dtype, stacks=False), (n, dtype)
+    aligned = rows.chosen(1 << 17, 1024, 8, 16, itemsize=2, inputs=1, early=0,
+                          f32_ahead=False, wide=8, stacks=True)  # aligned rows: as before
+    assert aligned.geometry == Geometry("cta", 8, 64)
+    assert "4 rows one after another" in rows.explain("log_softmax", (65472, 1025), "bf16")
+    assert "one after another" not in rows.explain("rms_norm", (65472, 1025), "bf16")
+
+
 def test_forcing_a_strategy_plans_again() -> None:
     with rows.forced("cluster", ctas=4):
         plan = rows.plan_for(8, 1000, 4, 0, itemsize=4)

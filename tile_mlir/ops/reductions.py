@@ -174,13 +174,15 @@ def _held(kind: str, src: str, dst: str, shape: tuple[int, int], vec: int, *,
     width. None where that does not apply: a prod, a result in another dtype (a first
     pass into f32 partials), aligned rows, rows too few to fill the GPU by themselves
     (the stages cut those into chunks over more CTAs than a CTA or cluster a row
-    gives), or rows the planner gives no edges (a warp's rows of a few hundred elements,
-    the split of rows longer than a cluster holds). Measured on an H200
-    (bench/held_rows_ab.py, [2^26 / N, N], held against the stages, TB/s): sum bf16 N =
-    4097 3.02 -> 3.95, 16385 3.38 -> 3.95, 50257 3.15 -> 3.58, 262145 3.11 -> 3.88, 999
-    2.82 -> 2.97; sum f32 1025 3.84 -> 4.25, 4097 3.87 -> 4.25, 50257 3.87 -> 4.27; amax
-    bf16 50257 3.15 -> 3.61, f32 4097 3.84 -> 4.25; sum bf16 1025 3.07 -> 3.04 (a row
-    of 2 KiB a CTA of 64 threads, at most 32 CTAs an SM: not measured further)."""
+    gives), or rows the planner gives no edges (a group of lanes' rows of under 32
+    vectors, the split of rows longer than a cluster holds). The planner stacks short
+    rows (rows.STACKS: 4 a CTA). Measured on an H200 (bench/held_rows_ab.py, [2^26 / N,
+    N], held against the stages, TB/s): sum bf16 N = 4097 3.02 -> 3.95, 16385 3.38 ->
+    3.95, 50257 3.15 -> 3.58, 262145 3.11 -> 3.88, 999 2.82 -> 2.97; sum f32 1025 3.84 ->
+    4.25, 4097 3.87 -> 4.25, 50257 3.87 -> 4.27; amax bf16 50257 3.15 -> 3.61, f32 4097
+    3.84 -> 4.25; sum bf16 1025 3.07 -> 3.04 unstacked, 4.01 in stacks of 2 and 3.93 of 4
+    (bench/rows_ab.py; rows of 257, which took a CTA of 512 threads each in the stages:
+    0.32 -> 3.03 in stacks of 4 on 32 threads)."""
     a, r = shape
     wide = ACCESS_BYTES // DTYPES[src].bytes
     if kind not in HELD_KINDS or dst != src or vec >= wide or \
@@ -219,7 +221,8 @@ def _run_stages(b: Builder, kind: str, src: Array, final: Array, *,
     vec = rows.vector_of(r, [src]) if bb == 1 and src.strides[1] == 1 else None
     planned = _kernels(kind, (a, r, bb), src.dtype, final.dtype, scale_count=scale_count,
                        vec=vec, plan=lambda wide: rows.plan_for(
-                           a, r, vec or 1, b.device, itemsize=src.itemsize, wide=wide),
+                           a, r, vec or 1, b.device, itemsize=src.itemsize, wide=wide,
+                           stacks=True),
                        strides=() if dense else _classes(src.strides),
                        offset=bool(src.offset))
     if isinstance(planned, rows.Plan):
@@ -452,7 +455,7 @@ def _planner(a: int, r: int, vec: int, itemsize: int) -> Callable[[int], rows.Pl
     clusters (what explain assumes)."""
     def plan(wide: int) -> rows.Plan:
         return rows.chosen(a, r, vec, rows.LARGEST_CLUSTER, itemsize=itemsize, inputs=1,
-                           early=0, f32_ahead=False, wide=wide)
+                           early=0, f32_ahead=False, wide=wide, stacks=True)
     return plan
 
 

@@ -392,23 +392,25 @@ def largest_cluster(device: int) -> int:
 
 
 def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: int = 1,
-             early: int = 0, f32_ahead: bool = False, wide: int = 0) -> Plan:
+             early: int = 0, f32_ahead: bool = False, wide: int = 0,
+             stacks: bool = False) -> Plan:
     """The plan of m rows of n elements accessed `vec` at a time, or `wide` at a time with
-    edges (with_edges)."""
+    edges (with_edges; a CTA's stack of rows where the kernel `stacks`: STACKS)."""
     if _forced:
         forced = _forced[0]
         return with_edges(lambda width: forced.plan(m, n, width), n, vec, wide, planned=False)
     return chosen(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs,
-                  early=early, f32_ahead=f32_ahead, wide=wide)
+                  early=early, f32_ahead=f32_ahead, wide=wide, stacks=stacks)
 
 
 def chosen(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: int,
-           early: int, f32_ahead: bool, wide: int) -> Plan:
+           early: int, f32_ahead: bool, wide: int, stacks: bool = False) -> Plan:
     """The planner's plan (`choose`, `with_edges`) for a GPU of `clusters` (plan_for's and
     explain's)."""
     return with_edges(
         lambda width: choose(m, n, width, clusters, itemsize=itemsize, inputs=inputs,
-                             early=early, f32_ahead=f32_ahead), n, vec, wide, inputs=inputs)
+                             early=early, f32_ahead=f32_ahead), n, vec, wide, inputs=inputs,
+        stack_rows=m if stacks else 0)
 
 
 EDGES = ("softmax", "rms_norm", "fused_add_rms_norm", "layer_norm")
@@ -457,6 +459,43 @@ EDGE_PAIR_LANES = 2048
 """A cluster's threads that EDGE_PAIR_PARTS stop at (rows of 50257: 4096 ran slower)."""
 
 
+STACKS = ("softmax",)
+"""The row op families whose kernel holds a stack of rows a CTA (Geometry.stack: softmax
+and log_softmax; reductions.py's rows held in registers too)."""
+STACK_ROWS = 4
+STACK_PARTS = 2
+STACK_MIN_ROWS = 8192
+"""A CTA of a row with edges whose threads hold at most STACK_PARTS parts of it holds
+STACK_ROWS rows, every row's loads before the first reduction (`_stacked`), where there are
+STACK_MIN_ROWS rows or more (a quarter of the CTAs still fill the GPU); a row of 32 to 32 *
+STACK_PARTS vectors, which a group of lanes would hold without edges, takes a CTA of one
+warp with them. Measured on an H200 (bench/rows_ab.py at bench/fused.py's 128 MiB, TB/s,
+one row a CTA -> stacks of 2 / 4; torch eager and torch.compile in brackets). bf16 rows
+on 64 threads: softmax 1025 3.55 -> 3.52 / 3.65 (1.58, 0.73), 999 3.47 -> 3.40 / 3.56;
+log_softmax 1025 3.38 -> 3.35 / 3.59, 999 3.33 -> 3.26 / 3.54; sum 1025 3.03 -> 4.01 /
+3.93 (2.85, 1.49), amax 3.04 -> 3.94 / 3.87, mean 3.04 -> 3.87 / 3.87; 3 parts a thread
+(1537) softmax 3.83 -> 3.99 / 3.69, sum 3.96 -> 3.93 / 3.81; 4 (2049) softmax 4.01 ->
+4.02 / 3.46, sum 4.04 -> 3.93 / 3.96. On 32 threads (the planner's before: a CTA of 64
+threads reading 2-byte elements, or the reductions' stages): softmax bf16 513 3.16 -> 3.65
+(stack of 4), 385 2.45 -> 2.97, 257 1.66 -> 2.80 (1.73, 2.47), f32 257 3.21 -> 3.94 (3.39,
+4.08); log_softmax bf16 513 3.19 -> 3.40, f32 257 3.22 -> 3.94; sum bf16 513 3.13 -> 3.86,
+257 0.32 -> 3.03 (1.56, 1.62), f32 257 0.63 -> 3.90. Stacks lost where a thread held 4
+parts: f32 513 on 32 threads 4.08 -> 3.99 / 3.95 (the planner keeps its 64 threads reading
+4-byte elements, 4.07), f32 1025 on 64 4.25 -> 4.15 / 4.08 (the planner's 128 threads hold
+2 parts: stacked). Rows of 77 and 129 bf16 keep their group of lanes (3.05 against 1.48
+stacked on 32 threads)."""
+
+
+def _stacked(g: Geometry, n: int, m: int, reason: str) -> tuple[Geometry, str]:
+    """A CTA's geometry `g` of a row with edges holding STACK_ROWS rows where its threads
+    hold at most STACK_PARTS parts of one and there are STACK_MIN_ROWS of them, and why."""
+    if g.strategy != "cta" or g.row_parts(n) > STACK_PARTS or m < STACK_MIN_ROWS:
+        return g, reason
+    return replace(g, stack=STACK_ROWS), (
+        f"{reason}; each CTA holds {STACK_ROWS} rows one after another, every row's loads "
+        f"before the first reduction (at most {STACK_PARTS} parts of a row a thread)")
+
+
 def _pair_threads(g: Geometry, n: int) -> tuple[Geometry, str]:
     """A CTA's or cluster's geometry `g` of a row of two inputs with edges, given the
     threads for EDGE_PAIR_PARTS parts of each a thread, as far as a CTA of MAX_CTA // 2
@@ -483,19 +522,28 @@ def _pair_threads(g: Geometry, n: int) -> tuple[Geometry, str]:
 
 
 def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
-               planned: bool = True, inputs: int = 1) -> Plan:
+               planned: bool = True, inputs: int = 1, stack_rows: int = 0) -> Plan:
     """The plan `pick` makes at `wide` elements an access, with edges, where there is a
     wider access than `vec` (rows of odd length or at odd offsets take vec = 1) and its
     strategy holds a whole row a CTA or cluster (a `planned` 16-bit row then takes
     EDGE_CTA_SHARE's share of a CTA's threads where it has one input, and EDGE_PAIR_PARTS
-    parts of each a thread where it has two: `_pair_threads`); else at `vec`."""
+    parts of each a thread where it has two: `_pair_threads`); else at `vec`. Where the
+    kernel stacks rows (`stack_rows`: the rows, else 0), a planned group of lanes of a row
+    of 32 to 32 * STACK_PARTS vectors takes a CTA of a warp with edges, and a CTA of a short
+    row a stack (STACK_ROWS)."""
     if wide <= vec:
         return pick(vec)
     plan = pick(wide)
     g = plan.geometry
+    reason = plan.reason
+    if planned and stack_rows and g.strategy == "warp" and \
+            32 <= n // wide <= 32 * STACK_PARTS:
+        g = Geometry("cta", wide, 32)
+        reason = (f"a row of {n} fits one CTA of a warp, {g.row_parts(n) * wide} elements "
+                  "a thread (a row with edges, which a group of lanes would hold without "
+                  "them); reductions across the warp's lanes")
     if g.strategy not in EDGE_STRATEGIES:
         return pick(vec)
-    reason = plan.reason
     if planned and inputs > 1 and wide == ACCESS_BYTES // 2:
         g, reason = _pair_threads(g, n)
     elif planned and g.strategy == "cta" and wide == ACCESS_BYTES // 2 and \
@@ -505,6 +553,8 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
                   f"{g.row_parts(n) * wide} elements each (a row with edges: half the "
                   "threads of an aligned one); reductions across its warps through shared "
                   "memory (one barrier each)")
+    if planned and stack_rows:
+        g, reason = _stacked(g, n, stack_rows, reason)
     return Plan(replace(g, edges=True), f"{reason}; each row is read as its {wide}-element "
                 "vectors that start aligned, and the elements before and after them apart "
                 "(its start is not aligned)")
@@ -553,7 +603,8 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
     itemsize = DTYPES[dtype].bytes
     plan = chosen(m, n, vector_width(n, dtype, []), clusters, itemsize=itemsize,
                   inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
-                  f32_ahead=op in F32_AHEAD, wide=edge_width(FAMILIES.get(op, op), itemsize))
+                  f32_ahead=op in F32_AHEAD, wide=edge_width(FAMILIES.get(op, op), itemsize),
+                  stacks=FAMILIES.get(op, op) in STACKS)
     return f"{op} {dtype} {m}x{n}: {plan.geometry.strategy}: {plan.reason}"
 
 
@@ -746,7 +797,8 @@ def run(b: Builder, call: RowCall) -> Plan:
                     early=EARLY_PARTS.get(call.family, 0) if weighted else 0,
                     f32_ahead=call.family in F32_AHEAD,
                     wide=edge_width(call.family, read[0].itemsize,
-                                    [a for a in rows if len(a.shape) == 2]))
+                                    [a for a in rows if len(a.shape) == 2]),
+                    stacks=call.family in STACKS)
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":
