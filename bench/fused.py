@@ -3,7 +3,7 @@ and torch.compile, TB/s of essential traffic (bench/harness.py times and reports
 
 Cases: softmax, log_softmax, rms_norm, fused add + rms_norm and layer_norm over the
 last dim of an [M, N] input, bf16 and f32, N in 1024, 4096, 16384, 65536, 262144 with
-M * N * itemsize = 128 MiB; and each of them over rows of odd length (ODD_ROWS: 1025
+M * N * itemsize = 128 MiB; and each of them over rows of odd length (ODD_ROWS: 257
 to 50257, GPT-2's vocabulary), each row at another alignment, M * N * itemsize just
 under 128 MiB. tile-mlir: ops.softmax(x, dim=-1),
 ops.log_softmax(x, dim=-1), ops.rms_norm(x, (N,), weight, eps),
@@ -39,7 +39,7 @@ ROWS = (1024, 4096, 16384, 65536, 262144)
 TOTAL_BYTES = 128 << 20
 EPS = {"rms_norm": 1e-6, "fused_add_rms_norm": 1e-6, "layer_norm": 1e-5}
 QUICK_ROWS = (4096, 65536)
-ODD_ROWS = (1025, 4097, 8191, 32001, 50257)
+ODD_ROWS = (257, 513, 1025, 4097, 8191, 32001, 50257)
 ODD_OPS = OPS
 
 

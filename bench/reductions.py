@@ -3,10 +3,10 @@ essential traffic (bench/harness.py times and reports).
 
 Cases: sum, amax and amin of [2^26 / N, N] for N in 128, 1024, 8192, 65536, along
 the last dim (row reductions) and along dim 0 (column reductions), in f32, f16 and
-bf16: 72 cases; and rows of odd length (each starting at another alignment: N of 1025,
-4097 and 50257, GPT-2's vocabulary), sum and amax along the last dim in f32 and bf16,
-[2^26 // N, N]: 12 more; and as many columns of those odd widths along dim 0, the rows
-[2^26 // N] rounded down to a multiple of 8 (a batch of tokens): 12 more. Traffic: the
+bf16: 72 cases; and rows of odd length (each starting at another alignment: N of 257,
+513, 1025, 4097 and 50257, GPT-2's vocabulary), sum and amax along the last dim in f32
+and bf16, [2^26 // N, N]: 20 more; and as many columns of those odd widths along dim 0,
+the rows [2^26 // N] rounded down to a multiple of 8 (a batch of tokens): 20 more. Traffic: the
 input read once plus the output written once. Outputs: fresh (the library's reductions
 take no out=). Each system's result is checked against torch eager's (to 16-bit
 accumulation's rounding).
@@ -28,7 +28,7 @@ SIZES = (128, 1024, 8192, 65536)
 DIMS = (-1, 0)
 TOTAL = 1 << 26
 QUICK_OPS, QUICK_DTYPES, QUICK_SIZES = ("sum", "amax"), ("f32", "bf16"), (1024, 65536)
-ODD_OPS, ODD_DTYPES, ODD_SIZES = ("sum", "amax"), ("f32", "bf16"), (1025, 4097, 50257)
+ODD_OPS, ODD_DTYPES, ODD_SIZES = ("sum", "amax"), ("f32", "bf16"), (257, 513, 1025, 4097, 50257)
 
 BENCH = Benchmark("reductions", "Reductions (sum, amax, amin over rows and columns)",
                   notes=("shape [M, N]; dim=-1 reduces each row (M results), dim=0 each "
