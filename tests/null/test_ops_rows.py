@@ -151,10 +151,11 @@ def test_vector_width_follows_the_row_the_strides_and_offsets() -> None:
 
 
 def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
-    """rows.STACKS: a CTA whose threads hold at most STACK_PARTS parts of a row with edges
-    holds STACK_ROWS rows where there are STACK_MIN_ROWS; a row of 32 to 64 vectors that a
-    group of lanes would hold without edges takes a CTA of a warp with them; where the
-    kernel does not stack (the norms), as before."""
+    """rows.STACKS: a CTA of at most STACK_THREADS threads holding at most STACK_PARTS
+    parts of a row with edges holds STACK_ROWS rows where there are STACK_MIN_ROWS; a row
+    of 32 to 64 vectors that a group of lanes would hold without edges (and the narrow
+    accesses in a CTA) takes a CTA of a warp with them; where the kernel does not stack
+    (the fused add), as before."""
     def plan(m: int, n: int, dtype: str, stacks: bool = True) -> Any:
         size = DTYPES[dtype].bytes
         return rows.chosen(m, n, 1, 16, itemsize=size, inputs=1, early=0, f32_ahead=False,
@@ -165,25 +166,26 @@ def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
     assert "each CTA holds 4 rows one after another" in stacked.reason
     assert stacked.geometry.grid(65472) == 65472 // 4
     assert plan(65472, 1025, "bf16", stacks=False).geometry == \
-        Geometry("cta", 8, 64, edges=True)  # the norms' kernels hold one row
+        Geometry("cta", 8, 64, edges=True)  # the fused add's kernel holds one row
     assert plan(rows.STACK_MIN_ROWS - 1, 1025, "bf16").geometry.stack == 1  # too few rows
     assert plan(43662, 1537, "bf16").geometry.stack == 1  # 3 parts a thread
-    assert plan(32736, 1025, "f32").geometry == Geometry("cta", 4, 128, edges=True, stack=4)
-    for n, dtype in ((257, "bf16"), (385, "bf16"), (513, "bf16"), (129, "f32"),
-                     (257, "f32")):
+    assert plan(32736, 1025, "f32").geometry == Geometry("cta", 4, 128, edges=True)  # 128
+    for n, dtype in ((257, "bf16"), (385, "bf16"), (513, "bf16"), (257, "f32")):
         wide = 16 // DTYPES[dtype].bytes
         warp = plan(1 << 17, n, dtype)
         assert warp.geometry == Geometry("cta", wide, 32, edges=True, stack=4), warp.reason
         assert warp.reason.startswith(f"a row of {n} fits one CTA of a warp")
         assert plan(1000, n, dtype).geometry == Geometry("cta", wide, 32, edges=True)
         assert not plan(1 << 17, n, dtype, stacks=False).geometry.edges
-    for n, dtype in ((129, "bf16"), (77, "bf16"), (513, "f32")):
+    for n, dtype in ((129, "bf16"), (77, "bf16"), (513, "f32"), (129, "f32")):
         assert plan(1 << 17, n, dtype) == plan(1 << 17, n, dtype, stacks=False), (n, dtype)
     aligned = rows.chosen(1 << 17, 1024, 8, 16, itemsize=2, inputs=1, early=0,
                           f32_ahead=False, wide=8, stacks=True)  # aligned rows: as before
     assert aligned.geometry == Geometry("cta", 8, 64)
     assert "4 rows one after another" in rows.explain("log_softmax", (65472, 1025), "bf16")
-    assert "one after another" not in rows.explain("rms_norm", (65472, 1025), "bf16")
+    assert "4 rows one after another" in rows.explain("layer_norm", (65472, 1025), "bf16")
+    assert "one after another" not in rows.explain("fused_add_rms_norm", (65472, 1025),
+                                                   "bf16")
 
 
 def test_forcing_a_strategy_plans_again() -> None:
@@ -531,16 +533,18 @@ def test_rows_with_edges_on_the_pretend_device(device: Device, rng: np.random.Ge
         assert np.array_equal(buffer.numpy()[:, 604:], wide[:, 604:])
 
 
+@pytest.mark.parametrize("stack", [1, 3])
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_norms_with_edges_on_the_pretend_device(device: Device, rng: np.random.Generator,
-                                                dtype: str) -> None:
-    """The norms over rows that start unaligned (a CTA a row of 64 threads, forced):
+                                                dtype: str, stack: int) -> None:
+    """The norms over rows that start unaligned (a CTA a row of 64 threads, forced; RMSNorm
+    and layer norm in stacks of 3 rows a CTA too, the fused add one row a CTA still):
     contiguous rows of odd length, rows at an odd offset, the weight (and bias) at an
     offset of its own (split as each row is: tl's aligned_as), shorter rows than a vector;
     the fused add's residual checked too; layer norm's centered squares over the row's
     elements only (a mean to take away). Against float64."""
     size = DTYPES[dtype].bytes
-    with rows.forced("cta", lanes=64):
+    with rows.forced("cta", lanes=64, stack=stack):
         for shape in ((5, 1001), (4, 7), (3, 3), (2, 520), (3, 1025)):
             _rms(device, rng, shape, dtype)
             _fused_add(device, rng, shape, dtype)

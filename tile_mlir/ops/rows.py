@@ -396,8 +396,8 @@ def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: in
              stacks: bool = False) -> Plan:
     """The plan of m rows of n elements accessed `vec` at a time, or `wide` at a time with
     edges (with_edges; a CTA's stack of rows where the kernel `stacks`: STACKS)."""
-    if _forced:
-        forced = _forced[0]
+    if _forced:  # a forced stack where the kernel stacks
+        forced = _forced[0] if stacks else replace(_forced[0], stack=1)
         return with_edges(lambda width: forced.plan(m, n, width), n, vec, wide, planned=False)
     return chosen(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs,
                   early=early, f32_ahead=f32_ahead, wide=wide, stacks=stacks)
@@ -459,17 +459,22 @@ EDGE_PAIR_LANES = 2048
 """A cluster's threads that EDGE_PAIR_PARTS stop at (rows of 50257: 4096 ran slower)."""
 
 
-STACKS = ("softmax",)
+STACKS = ("softmax", "rms_norm", "layer_norm")
 """The row op families whose kernel holds a stack of rows a CTA (Geometry.stack: softmax
-and log_softmax; reductions.py's rows held in registers too)."""
+and log_softmax, RMSNorm and layer norm, each row's weight split as the row is;
+reductions.py's rows held in registers too). Not the fused add, whose x and residual
+are written in place (the last CTA's rows past M repeat the last row)."""
 STACK_ROWS = 4
 STACK_PARTS = 2
+STACK_THREADS = 64
 STACK_MIN_ROWS = 8192
-"""A CTA of a row with edges whose threads hold at most STACK_PARTS parts of it holds
-STACK_ROWS rows, every row's loads before the first reduction (`_stacked`), where there are
-STACK_MIN_ROWS rows or more (a quarter of the CTAs still fill the GPU); a row of 32 to 32 *
-STACK_PARTS vectors, which a group of lanes would hold without edges, takes a CTA of one
-warp with them. Measured on an H200 (bench/rows_ab.py at bench/fused.py's 128 MiB, TB/s,
+"""A CTA of a row with edges of at most STACK_THREADS threads holding at most STACK_PARTS
+parts of it holds STACK_ROWS rows, every row's loads before the first reduction
+(`_stacked`), where there are STACK_MIN_ROWS rows or more (a quarter of the CTAs still fill
+the GPU): an SM runs at most 32 CTAs, 2048 threads only in CTAs of 64, and a short row a
+CTA leaves few bytes in flight. A row of 32 to 32 * STACK_PARTS vectors, which a group of
+lanes would hold without edges where the narrow accesses would take a CTA, takes a CTA of
+one warp with them. Measured on an H200 (bench/rows_ab.py at bench/fused.py's 128 MiB, TB/s,
 one row a CTA -> stacks of 2 / 4; torch eager and torch.compile in brackets). bf16 rows
 on 64 threads: softmax 1025 3.55 -> 3.52 / 3.65 (1.58, 0.73), 999 3.47 -> 3.40 / 3.56;
 log_softmax 1025 3.38 -> 3.35 / 3.59, 999 3.33 -> 3.26 / 3.54; sum 1025 3.03 -> 4.01 /
@@ -482,14 +487,17 @@ threads reading 2-byte elements, or the reductions' stages): softmax bf16 513 3.
 257 0.32 -> 3.03 (1.56, 1.62), f32 257 0.63 -> 3.90. Stacks lost where a thread held 4
 parts: f32 513 on 32 threads 4.08 -> 3.99 / 3.95 (the planner keeps its 64 threads reading
 4-byte elements, 4.07), f32 1025 on 64 4.25 -> 4.15 / 4.08 (the planner's 128 threads hold
-2 parts: stacked). Rows of 77 and 129 bf16 keep their group of lanes (3.05 against 1.48
-stacked on 32 threads)."""
+2 parts, stacked: 4.24 -> 4.11, hence STACK_THREADS). Rows of 77 and 129 bf16 keep their
+group of lanes (3.05 against 1.48 stacked on 32 threads), and so do f32 rows of 129 (3.98
+against 3.58)."""
 
 
 def _stacked(g: Geometry, n: int, m: int, reason: str) -> tuple[Geometry, str]:
-    """A CTA's geometry `g` of a row with edges holding STACK_ROWS rows where its threads
-    hold at most STACK_PARTS parts of one and there are STACK_MIN_ROWS of them, and why."""
-    if g.strategy != "cta" or g.row_parts(n) > STACK_PARTS or m < STACK_MIN_ROWS:
+    """A CTA's geometry `g` of a row with edges holding STACK_ROWS rows where it has at
+    most STACK_THREADS threads holding at most STACK_PARTS parts of one and there are
+    STACK_MIN_ROWS of them, and why."""
+    if g.strategy != "cta" or g.threads > STACK_THREADS or g.row_parts(n) > STACK_PARTS or \
+            m < STACK_MIN_ROWS:
         return g, reason
     return replace(g, stack=STACK_ROWS), (
         f"{reason}; each CTA holds {STACK_ROWS} rows one after another, every row's loads "
@@ -537,7 +545,7 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
     g = plan.geometry
     reason = plan.reason
     if planned and stack_rows and g.strategy == "warp" and \
-            32 <= n // wide <= 32 * STACK_PARTS:
+            32 <= n // wide <= 32 * STACK_PARTS and pick(vec).geometry.strategy == "cta":
         g = Geometry("cta", wide, 32)
         reason = (f"a row of {n} fits one CTA of a warp, {g.row_parts(n) * wide} elements "
                   "a thread (a row with edges, which a group of lanes would hold without "

@@ -748,26 +748,26 @@ def softmax_rows(x: Row, y: Row, *, G: tl.constexpr, LOG: tl.constexpr = False) 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
 def rms_norm_rows(x: Row, w: Vector, y: Row, eps: tl.f32, *, G: tl.constexpr,
                   HAS_W: tl.constexpr = True) -> None:
-    rows = Rows(Geometry.of(G), x.shape[1])
-    raw = rows.load(x, 0.0)
-    weights = rows.weights(w if HAS_W else None)
-    rms_apply(rows, raw, rows.sum_of_squares(raw), eps=eps, w=weights, y=y)
+    each = stacked(Geometry.of(G), x)
+    for rows, raw in zip(each, loaded(each, x, 0.0), strict=True):
+        weights = rows.weights(w if HAS_W else None)  # split as this row is
+        rms_apply(rows, raw, rows.sum_of_squares(raw), eps=eps, w=weights, y=y)
 
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_layer_occupancy, static=("N",))
 def layer_norm_rows(x: Row, w: Vector, b: Vector, y: Row, eps: tl.f32, *, G: tl.constexpr,
                     HAS_W: tl.constexpr = True, HAS_B: tl.constexpr = True) -> None:
-    rows = Rows(Geometry.of(G), x.shape[1])
-    raw = rows.load(x, 0.0)
-    wb = (rows.weights(w if HAS_W else None), rows.weights(b if HAS_B else None))
-    # a cluster's row: one mailbox round (the module's docstring); else the mean, then
-    # the centered squares (shorter merges: bench/fused.py's rows of 1024 under a CTA
-    # ran 3.08 -> 2.95 TB/s with Welford's)
-    # (with edges too: Welford's counts would need each part's elements in the row)
-    mean, var = welford_stats_of(rows, raw, x) if rows.g.ctas > 1 and not rows.g.edges \
-        else layer_stats_of(rows, raw, x, rows.n)
-    rows.scope.mul(var, var, 1.0 / rows.n)
-    layer_apply(rows, raw, mean, var, eps=eps, wb=wb, y=y)
+    each = stacked(Geometry.of(G), x)
+    for rows, raw in zip(each, loaded(each, x, 0.0), strict=True):
+        wb = (rows.weights(w if HAS_W else None), rows.weights(b if HAS_B else None))
+        # a cluster's row: one mailbox round (the module's docstring); else the mean,
+        # then the centered squares (shorter merges: bench/fused.py's rows of 1024 under
+        # a CTA ran 3.08 -> 2.95 TB/s with Welford's) (with edges too: Welford's counts
+        # would need each part's elements in the row)
+        mean, var = welford_stats_of(rows, raw, x) \
+            if rows.g.ctas > 1 and not rows.g.edges else layer_stats_of(rows, raw, x, rows.n)
+        rows.scope.mul(var, var, 1.0 / rows.n)
+        layer_apply(rows, raw, mean, var, eps=eps, wb=wb, y=y)
 
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
