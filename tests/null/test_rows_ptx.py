@@ -386,3 +386,20 @@ def test_a_stack_of_rows_issues_every_rows_loads_before_the_first_barrier(
     stores = ptx.count("st.global.b16") if held else ptx.count("st.global.v4.b32")
     assert stores == stack * (1 if held else g.row_parts(n))
     assert g.grid(m) == m // stack and g.grid(m + 1) == m // stack + 1
+
+
+@pytest.mark.parametrize(("op", "n", "lanes"), [("rms_norm", 1025, 64), ("layer_norm", 1025, 64),
+                                                ("rms_norm", 257, 32), ("layer_norm", 513, 32)],
+                         ids=str)
+def test_a_stack_of_norms_reads_every_row_before_the_first_reduction(op: str, n: int,
+                                                                     lanes: int) -> None:
+    """RMSNorm and layer norm in the planner's stacks (rows.STACKS: 4 rows of bf16 a CTA of
+    64 or 32 threads with edges): every row's 16-byte vectors, head and tail read before
+    the first reduction (a CTA of a warp has no barrier: before the first shuffle), each
+    row written in 16-byte stores; no spill."""
+    g = Geometry("cta", 8, lanes, edges=True, stack=rows.STACK_ROWS)
+    ptx, registers = _compiled(_program(op, g, 65472, n, "bf16"))
+    assert registers * g.threads <= toolchain.REGISTERS
+    first = ptx[:ptx.index("bar.sync" if lanes > 32 else "shfl.sync")]
+    assert first.count("ld.global.nc.v4.b32") == g.stack * g.row_parts(n)
+    assert ptx.count("st.global.v4.b32") == g.stack * g.row_parts(n)
