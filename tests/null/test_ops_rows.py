@@ -152,11 +152,11 @@ def test_vector_width_follows_the_row_the_strides_and_offsets() -> None:
 
 def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
     """rows.STACKS: a CTA of at most STACK_THREADS threads holding at most STACK_PARTS
-    parts of a row with edges holds STACK_ROWS rows where there are STACK_MIN_ROWS; a row
-    of 32 to 64 vectors that a group of lanes would hold without edges (and the narrow
-    accesses in a CTA) takes a CTA of a warp with them; where the kernel does not stack
-    (the fused add), as before."""
-    def plan(m: int, n: int, dtype: str, stacks: bool = True) -> Any:
+    parts and the family's elements of a row with edges holds STACK_ROWS rows where there
+    are STACK_MIN_ROWS; a row a warp may so hold, that a group of lanes would hold without
+    edges (and the narrow accesses in a CTA), takes a CTA of a warp with them; where the
+    kernel does not stack (the fused add), as before; the norms at 8 elements a thread."""
+    def plan(m: int, n: int, dtype: str, stacks: int = rows.STACK_VALUES) -> Any:
         size = DTYPES[dtype].bytes
         return rows.chosen(m, n, 1, 16, itemsize=size, inputs=1, early=0, f32_ahead=False,
                            wide=16 // size, stacks=stacks)
@@ -165,7 +165,7 @@ def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
     assert stacked.geometry == Geometry("cta", 8, 64, edges=True, stack=4), stacked.reason
     assert "each CTA holds 4 rows one after another" in stacked.reason
     assert stacked.geometry.grid(65472) == 65472 // 4
-    assert plan(65472, 1025, "bf16", stacks=False).geometry == \
+    assert plan(65472, 1025, "bf16", stacks=0).geometry == \
         Geometry("cta", 8, 64, edges=True)  # the fused add's kernel holds one row
     assert plan(rows.STACK_MIN_ROWS - 1, 1025, "bf16").geometry.stack == 1  # too few rows
     assert plan(43662, 1537, "bf16").geometry.stack == 1  # 3 parts a thread
@@ -176,14 +176,18 @@ def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
         assert warp.geometry == Geometry("cta", wide, 32, edges=True, stack=4), warp.reason
         assert warp.reason.startswith(f"a row of {n} fits one CTA of a warp")
         assert plan(1000, n, dtype).geometry == Geometry("cta", wide, 32, edges=True)
-        assert not plan(1 << 17, n, dtype, stacks=False).geometry.edges
+        assert not plan(1 << 17, n, dtype, stacks=0).geometry.edges
     for n, dtype in ((129, "bf16"), (77, "bf16"), (513, "f32"), (129, "f32")):
-        assert plan(1 << 17, n, dtype) == plan(1 << 17, n, dtype, stacks=False), (n, dtype)
+        assert plan(1 << 17, n, dtype) == plan(1 << 17, n, dtype, stacks=0), (n, dtype)
     aligned = rows.chosen(1 << 17, 1024, 8, 16, itemsize=2, inputs=1, early=0,
-                          f32_ahead=False, wide=8, stacks=True)  # aligned rows: as before
+                          f32_ahead=False, wide=8, stacks=16)  # aligned rows: as before
     assert aligned.geometry == Geometry("cta", 8, 64)
     assert "4 rows one after another" in rows.explain("log_softmax", (65472, 1025), "bf16")
-    assert "4 rows one after another" in rows.explain("layer_norm", (65472, 1025), "bf16")
+    for op in ("rms_norm", "layer_norm"):  # the norms stack rows of one part a thread
+        assert "one after another" not in rows.explain(op, (65472, 1025), "bf16")
+        assert "one after another" not in rows.explain(op, (130816, 513), "bf16")
+        assert "4 rows one after another" in rows.explain(op, (261123, 257), "bf16")
+        assert "4 rows one after another" in rows.explain(op, (130561, 257), "f32")
     assert "one after another" not in rows.explain("fused_add_rms_norm", (65472, 1025),
                                                    "bf16")
 

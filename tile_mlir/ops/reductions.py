@@ -222,7 +222,7 @@ def _run_stages(b: Builder, kind: str, src: Array, final: Array, *,
     planned = _kernels(kind, (a, r, bb), src.dtype, final.dtype, scale_count=scale_count,
                        vec=vec, plan=lambda wide: rows.plan_for(
                            a, r, vec or 1, b.device, itemsize=src.itemsize, wide=wide,
-                           stacks=True),
+                           stacks=rows.STACK_VALUES),
                        strides=() if dense else _classes(src.strides),
                        offset=bool(src.offset))
     if isinstance(planned, rows.Plan):
@@ -455,7 +455,8 @@ def _planner(a: int, r: int, vec: int, itemsize: int) -> Callable[[int], rows.Pl
     clusters (what explain assumes)."""
     def plan(wide: int) -> rows.Plan:
         return rows.chosen(a, r, vec, rows.LARGEST_CLUSTER, itemsize=itemsize, inputs=1,
-                           early=0, f32_ahead=False, wide=wide, stacks=True)
+                           early=0, f32_ahead=False, wide=wide,
+                           stacks=rows.STACK_VALUES)
     return plan
 
 

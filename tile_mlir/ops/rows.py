@@ -321,8 +321,8 @@ class Forced:
     """A strategy to use whatever the planner would choose (tests, benchmarks): its
     threads per row (lanes; per chunk for "split"), CTAs per cluster, parts per chunk,
     parts of the weight read early ("cta" and "cluster"), rows ahead prefetched into L2
-    ("cta" and "cluster": Geometry.ahead), rows a CTA stacks ("cta": softmax and the held
-    reductions, Geometry.stack)."""
+    ("cta" and "cluster": Geometry.ahead), rows a CTA stacks ("cta": the families of
+    STACKS and the held reductions, Geometry.stack)."""
 
     strategy: str
     lanes: int | None = None
@@ -393,9 +393,10 @@ def largest_cluster(device: int) -> int:
 
 def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: int = 1,
              early: int = 0, f32_ahead: bool = False, wide: int = 0,
-             stacks: bool = False) -> Plan:
+             stacks: int = 0) -> Plan:
     """The plan of m rows of n elements accessed `vec` at a time, or `wide` at a time with
-    edges (with_edges; a CTA's stack of rows where the kernel `stacks`: STACKS)."""
+    edges (with_edges; a CTA's stack of rows where the kernel stacks them: `stacks` the
+    elements of a row a thread then holds at most, STACKS; 0 where it does not)."""
     if _forced:  # a forced stack where the kernel stacks
         forced = _forced[0] if stacks else replace(_forced[0], stack=1)
         return with_edges(lambda width: forced.plan(m, n, width), n, vec, wide, planned=False)
@@ -404,13 +405,13 @@ def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: in
 
 
 def chosen(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: int,
-           early: int, f32_ahead: bool, wide: int, stacks: bool = False) -> Plan:
+           early: int, f32_ahead: bool, wide: int, stacks: int = 0) -> Plan:
     """The planner's plan (`choose`, `with_edges`) for a GPU of `clusters` (plan_for's and
     explain's)."""
     return with_edges(
         lambda width: choose(m, n, width, clusters, itemsize=itemsize, inputs=inputs,
                              early=early, f32_ahead=f32_ahead), n, vec, wide, inputs=inputs,
-        stack_rows=m if stacks else 0)
+        stack=(m, stacks) if stacks else None)
 
 
 EDGES = ("softmax", "rms_norm", "fused_add_rms_norm", "layer_norm")
@@ -459,22 +460,19 @@ EDGE_PAIR_LANES = 2048
 """A cluster's threads that EDGE_PAIR_PARTS stop at (rows of 50257: 4096 ran slower)."""
 
 
-STACKS = ("softmax", "rms_norm", "layer_norm")
-"""The row op families whose kernel holds a stack of rows a CTA (Geometry.stack: softmax
-and log_softmax, RMSNorm and layer norm, each row's weight split as the row is;
-reductions.py's rows held in registers too). Not the fused add, whose x and residual
-are written in place (the last CTA's rows past M repeat the last row)."""
 STACK_ROWS = 4
 STACK_PARTS = 2
+STACK_VALUES = 16
 STACK_THREADS = 64
 STACK_MIN_ROWS = 8192
-"""A CTA of a row with edges of at most STACK_THREADS threads holding at most STACK_PARTS
-parts of it holds STACK_ROWS rows, every row's loads before the first reduction
-(`_stacked`), where there are STACK_MIN_ROWS rows or more (a quarter of the CTAs still fill
-the GPU): an SM runs at most 32 CTAs, 2048 threads only in CTAs of 64, and a short row a
-CTA leaves few bytes in flight. A row of 32 to 32 * STACK_PARTS vectors, which a group of
-lanes would hold without edges where the narrow accesses would take a CTA, takes a CTA of
-one warp with them. Measured on an H200 (bench/rows_ab.py at bench/fused.py's 128 MiB, TB/s,
+"""A CTA of a row with edges of at most STACK_THREADS threads, each holding at most
+STACK_PARTS parts and STACK_VALUES elements of it (less for some families: STACKS), holds
+STACK_ROWS rows, every row's loads before the first reduction (`_stacked`), where there are
+STACK_MIN_ROWS rows or more (a quarter of the CTAs still fill the GPU): an SM runs at most
+32 CTAs, 2048 threads only in CTAs of 64, and a short row a CTA leaves few bytes in
+flight. A row that a warp's threads would hold so (of 32 vectors or more), which a group
+of lanes would hold without edges where the narrow accesses would take a CTA, takes a CTA
+of one warp with them. Measured on an H200 (bench/rows_ab.py at bench/fused.py's 128 MiB, TB/s,
 one row a CTA -> stacks of 2 / 4; torch eager and torch.compile in brackets). bf16 rows
 on 64 threads: softmax 1025 3.55 -> 3.52 / 3.65 (1.58, 0.73), 999 3.47 -> 3.40 / 3.56;
 log_softmax 1025 3.38 -> 3.35 / 3.59, 999 3.33 -> 3.26 / 3.54; sum 1025 3.03 -> 4.01 /
@@ -490,18 +488,35 @@ parts: f32 513 on 32 threads 4.08 -> 3.99 / 3.95 (the planner keeps its 64 threa
 2 parts, stacked: 4.24 -> 4.11, hence STACK_THREADS). Rows of 77 and 129 bf16 keep their
 group of lanes (3.05 against 1.48 stacked on 32 threads), and so do f32 rows of 129 (3.98
 against 3.58)."""
+STACKS = {"softmax": STACK_VALUES, "rms_norm": 8, "layer_norm": 8}
+"""The row op families whose kernel holds a stack of rows a CTA (Geometry.stack), and the
+elements of a row a thread holds at most for it to: softmax and log_softmax
+(reductions.py's rows held in registers too) STACK_VALUES, RMSNorm and layer norm 8 (each
+row's weight and bias split as the row is). Measured on an H200 (bench/fused.py, one row
+a CTA -> stacks of 4, TB/s; torch.compile in brackets): RMSNorm bf16 rows of 257 on 32
+threads 1.66 -> 3.35 (3.16), f32 257 3.22 -> 3.88 (4.07), layer norm bf16 257 1.66 ->
+2.24 (2.08), f32 257 3.20 -> 3.40 (3.56); at 16 elements a thread they lost: RMSNorm bf16
+1025 on 64 threads 4.07 -> 3.63, layer norm bf16 1025 2.51 -> 2.37, 513 on 32 threads
+3.11 -> 2.41 (RMSNorm bf16 513 3.19 -> 3.58). Not the fused add, whose x and residual are
+written in place (the last CTA's rows past M repeat the last row)."""
 
 
-def _stacked(g: Geometry, n: int, m: int, reason: str) -> tuple[Geometry, str]:
+def _stackable(parts: int, vec: int, values: int) -> bool:
+    """Whether a thread holding `parts` parts of `vec` elements of a row may hold a stack of
+    rows (at most STACK_PARTS parts and `values` elements: STACKS)."""
+    return parts <= STACK_PARTS and parts * vec <= values
+
+
+def _stacked(g: Geometry, n: int, m: int, values: int, reason: str) -> tuple[Geometry, str]:
     """A CTA's geometry `g` of a row with edges holding STACK_ROWS rows where it has at
-    most STACK_THREADS threads holding at most STACK_PARTS parts of one and there are
-    STACK_MIN_ROWS of them, and why."""
-    if g.strategy != "cta" or g.threads > STACK_THREADS or g.row_parts(n) > STACK_PARTS or \
-            m < STACK_MIN_ROWS:
+    most STACK_THREADS threads that may (`_stackable`) and there are STACK_MIN_ROWS rows,
+    and why."""
+    if g.strategy != "cta" or g.threads > STACK_THREADS or m < STACK_MIN_ROWS or \
+            not _stackable(g.row_parts(n), g.vec, values):
         return g, reason
     return replace(g, stack=STACK_ROWS), (
         f"{reason}; each CTA holds {STACK_ROWS} rows one after another, every row's loads "
-        f"before the first reduction (at most {STACK_PARTS} parts of a row a thread)")
+        f"before the first reduction ({g.row_parts(n) * g.vec} elements of a row a thread)")
 
 
 def _pair_threads(g: Geometry, n: int) -> tuple[Geometry, str]:
@@ -530,22 +545,24 @@ def _pair_threads(g: Geometry, n: int) -> tuple[Geometry, str]:
 
 
 def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
-               planned: bool = True, inputs: int = 1, stack_rows: int = 0) -> Plan:
+               planned: bool = True, inputs: int = 1,
+               stack: tuple[int, int] | None = None) -> Plan:
     """The plan `pick` makes at `wide` elements an access, with edges, where there is a
     wider access than `vec` (rows of odd length or at odd offsets take vec = 1) and its
     strategy holds a whole row a CTA or cluster (a `planned` 16-bit row then takes
     EDGE_CTA_SHARE's share of a CTA's threads where it has one input, and EDGE_PAIR_PARTS
     parts of each a thread where it has two: `_pair_threads`); else at `vec`. Where the
-    kernel stacks rows (`stack_rows`: the rows, else 0), a planned group of lanes of a row
-    of 32 to 32 * STACK_PARTS vectors takes a CTA of a warp with edges, and a CTA of a short
-    row a stack (STACK_ROWS)."""
+    kernel stacks rows (`stack`: the rows M and the elements of a row a thread holds at
+    most, STACKS), a planned group of lanes of a row a warp's threads may stack takes a CTA
+    of a warp with edges, and a CTA of a short row a stack (STACK_ROWS)."""
     if wide <= vec:
         return pick(vec)
     plan = pick(wide)
     g = plan.geometry
     reason = plan.reason
-    if planned and stack_rows and g.strategy == "warp" and \
-            32 <= n // wide <= 32 * STACK_PARTS and pick(vec).geometry.strategy == "cta":
+    if planned and stack and g.strategy == "warp" and n // wide >= 32 and \
+            _stackable(-(-(n // wide) // 32), wide, stack[1]) and \
+            pick(vec).geometry.strategy == "cta":
         g = Geometry("cta", wide, 32)
         reason = (f"a row of {n} fits one CTA of a warp, {g.row_parts(n) * wide} elements "
                   "a thread (a row with edges, which a group of lanes would hold without "
@@ -561,8 +578,8 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
                   f"{g.row_parts(n) * wide} elements each (a row with edges: half the "
                   "threads of an aligned one); reductions across its warps through shared "
                   "memory (one barrier each)")
-    if planned and stack_rows:
-        g, reason = _stacked(g, n, stack_rows, reason)
+    if planned and stack:
+        g, reason = _stacked(g, n, *stack, reason)
     return Plan(replace(g, edges=True), f"{reason}; each row is read as its {wide}-element "
                 "vectors that start aligned, and the elements before and after them apart "
                 "(its start is not aligned)")
@@ -612,7 +629,7 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
     plan = chosen(m, n, vector_width(n, dtype, []), clusters, itemsize=itemsize,
                   inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
                   f32_ahead=op in F32_AHEAD, wide=edge_width(FAMILIES.get(op, op), itemsize),
-                  stacks=FAMILIES.get(op, op) in STACKS)
+                  stacks=STACKS.get(FAMILIES.get(op, op), 0))
     return f"{op} {dtype} {m}x{n}: {plan.geometry.strategy}: {plan.reason}"
 
 
@@ -806,7 +823,7 @@ def run(b: Builder, call: RowCall) -> Plan:
                     f32_ahead=call.family in F32_AHEAD,
                     wide=edge_width(call.family, read[0].itemsize,
                                     [a for a in rows if len(a.shape) == 2]),
-                    stacks=call.family in STACKS)
+                    stacks=STACKS.get(call.family, 0))
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":
