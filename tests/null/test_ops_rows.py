@@ -179,6 +179,13 @@ def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
         assert not plan(1 << 17, n, dtype, stacks=0).geometry.edges
     for n, dtype in ((129, "bf16"), (77, "bf16"), (513, "f32"), (129, "f32")):
         assert plan(1 << 17, n, dtype) == plan(1 << 17, n, dtype, stacks=0), (n, dtype)
+    narrow = rows.explain("softmax", (1 << 17, 129), "bf16")  # says so
+    assert narrow.endswith("each row is read 1 element at a time (2-byte accesses: rows of "
+                           "129 do not all start 16-byte aligned, and this plan reads them "
+                           "without edges)"), narrow
+    assert "at a time" not in rows.explain("softmax", (1 << 17, 1025), "bf16")  # edges
+    assert "at a time" not in rows.explain("softmax", (1 << 17, 1024), "bf16")  # aligned
+    assert "4 elements at a time (8-byte" in rows.explain("softmax", (1 << 17, 132), "bf16")
     aligned = rows.chosen(1 << 17, 1024, 8, 16, itemsize=2, inputs=1, early=0,
                           f32_ahead=False, wide=8, stacks=16)  # aligned rows: as before
     assert aligned.geometry == Geometry("cta", 8, 64)

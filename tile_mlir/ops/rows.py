@@ -630,7 +630,12 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
                   inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
                   f32_ahead=op in F32_AHEAD, wide=edge_width(FAMILIES.get(op, op), itemsize),
                   stacks=STACKS.get(FAMILIES.get(op, op), 0))
-    return f"{op} {dtype} {m}x{n}: {plan.geometry.strategy}: {plan.reason}"
+    g, reason = plan.geometry, plan.reason
+    if g.vec * itemsize < ACCESS_BYTES:
+        reason += (f"; each row is read {g.vec} element{'s' if g.vec > 1 else ''} at a time "
+                   f"({g.vec * itemsize}-byte accesses: rows of {n} do not all start "
+                   "16-byte aligned, and this plan reads them without edges)")
+    return f"{op} {dtype} {m}x{n}: {g.strategy}: {reason}"
 
 
 def vector_width(n: int, dtype: str, divisors: Sequence[int]) -> int:
