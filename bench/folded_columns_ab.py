@@ -10,8 +10,11 @@ It decides whether and where stages() folds.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
+
+import harness
 
 CASES = [("sum", "bf16", 65536, 1031), ("sum", "f32", 32768, 1031),
          ("amax", "bf16", 1328, 50257), ("sum", "bf16", 16376, 4097),
@@ -25,8 +28,6 @@ def time_case(timer: Any, op: str, dtype: str, m: int, n: int) -> str:
     import torch
 
     from tile_mlir import ops
-    from tile_mlir.ops import entry
-    from tile_mlir.ops.programs import reduction
 
     kinds = {"bf16": torch.bfloat16, "f32": torch.float32}
     x = torch.randn(m, n, device="cuda", dtype=kinds[dtype])
@@ -35,27 +36,29 @@ def time_case(timer: Any, op: str, dtype: str, m: int, n: int) -> str:
     torch._dynamo.reset()  # past its recompile limit dynamo would quietly run eagerly
     compiled = torch.compile(lambda t: peer(t, dim=0), dynamic=False)
     calls: dict[str, Any] = {"eager": lambda: peer(x, dim=0), "compile": lambda: compiled(x)}
-    try:
-        for variant in ("folded", "narrow"):
-            reduction.FOLD_COLUMNS = variant == "folded"
-            entry.clear()
-            got = fn(x, 0)
-            plans = dict(entry.PLANS)
-            error = float((got.double() - want).abs().max())
-            print(f"  {op} {dtype} {m}x{n} {variant}: max |error| {error:.3g}", flush=True)
-
-            def call(plans: dict[Any, Any] = plans) -> Any:
-                entry.adopt(plans)  # this variant's plan, in place of the other's
-                return fn(x, 0)
-
-            calls[variant] = call
-    finally:
-        reduction.FOLD_COLUMNS = True
+    for variant in ("folded", "narrow"):
+        got, calls[variant] = harness.variant(_folding(variant == "folded"), lambda: fn(x, 0))
+        error = float((got.double() - want).abs().max())
+        print(f"  {op} {dtype} {m}x{n} {variant}: max |error| {error:.3g}", flush=True)
     compiled(x)
     times = timer.time(calls)
     traffic = (m * n + n) * x.element_size()
     return f"{op} {dtype} {m}x{n} dim=0: " + ", ".join(
         f"{k} {traffic / t.median_s / 1e12:.3f}" for k, t in times.items()) + " TB/s"
+
+
+@contextmanager
+def _folding(fold: bool) -> Iterator[None]:
+    """The reductions' plans with the columns of odd widths folded (programs/reduction.py's
+    FOLD_COLUMNS) or not."""
+    from tile_mlir.ops.programs import reduction
+
+    before = reduction.FOLD_COLUMNS
+    reduction.FOLD_COLUMNS = fold
+    try:
+        yield
+    finally:
+        reduction.FOLD_COLUMNS = before
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -47,6 +47,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -454,6 +455,27 @@ def poison(tensor: Any) -> Any:
     if tensor.is_floating_point():
         return tensor.fill_(float("nan"))
     return tensor.fill_(torch.iinfo(tensor.dtype).max)
+
+
+def variant(planning: AbstractContextManager[Any], run: Callable[[], Any],
+            timed: Callable[[], Any] | None = None) -> tuple[Any, Callable[[], Any]]:
+    """One variant of an A/B of the library's plans: `run` once under `planning` (a
+    context that changes what the planners choose), its plans made afresh; returns its
+    result (to check) and a call of `timed` (`run` by default) that adopts those plans in
+    place of any other variant's (ops/entry.py's adopt), for the timer."""
+    from tile_mlir.ops import entry
+
+    with planning:
+        entry.clear()
+        got = run()
+        plans = dict(entry.PLANS)
+    again = timed or run
+
+    def call() -> Any:
+        entry.adopt(plans)
+        return again()
+
+    return got, call
 
 
 def assert_close(got: Any, want: Any, rtol: float, atol: float) -> None:

@@ -10,8 +10,11 @@ process (TB/s of the input read once and the output written once). It decides wh
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
+
+import harness
 
 CASES = [("sum", "bf16", 1025), ("sum", "bf16", 4097), ("sum", "bf16", 50257),
          ("sum", "f32", 1025), ("sum", "f32", 4097), ("sum", "f32", 50257),
@@ -25,7 +28,6 @@ def time_case(timer: Any, op: str, dtype: str, n: int) -> str:
     import torch
 
     from tile_mlir import ops
-    from tile_mlir.ops import entry, reductions
 
     m = TOTAL // n
     kinds = {"bf16": torch.bfloat16, "f32": torch.float32}
@@ -35,28 +37,30 @@ def time_case(timer: Any, op: str, dtype: str, n: int) -> str:
     torch._dynamo.reset()  # past its recompile limit dynamo would quietly run eagerly
     compiled = torch.compile(lambda t: peer(t, dim=-1), dynamic=False)
     calls: dict[str, Any] = {"eager": lambda: peer(x, dim=-1), "compile": lambda: compiled(x)}
-    held = reductions._held
-    try:
-        for variant in ("held", "stages"):
-            reductions._held = held if variant == "held" else (lambda *a, **k: None)
-            entry.clear()
-            got = fn(x, -1)
-            plans = dict(entry.PLANS)
-            error = float((got.double() - want).abs().max())
-            print(f"  {op} {dtype} {m}x{n} {variant}: max |error| {error:.3g}", flush=True)
-
-            def call(plans: dict[Any, Any] = plans) -> Any:
-                entry.adopt(plans)  # this variant's plan, in place of the other's
-                return fn(x, -1)
-
-            calls[variant] = call
-    finally:
-        reductions._held = held
+    for variant in ("held", "stages"):
+        got, calls[variant] = harness.variant(_holding(variant == "held"), lambda: fn(x, -1))
+        error = float((got.double() - want).abs().max())
+        print(f"  {op} {dtype} {m}x{n} {variant}: max |error| {error:.3g}", flush=True)
     compiled(x)
     times = timer.time(calls)
     traffic = (m * n + m) * x.element_size()
     return f"{op} {dtype} {m}x{n}: " + ", ".join(
         f"{k} {traffic / t.median_s / 1e12:.3f}" for k, t in times.items()) + " TB/s"
+
+
+@contextmanager
+def _holding(held: bool) -> Iterator[None]:
+    """The reductions' plans: rows held in registers where `_held` gives them, or (not
+    `held`) the stages always."""
+    from tile_mlir.ops import reductions
+
+    before = reductions._held
+    if not held:
+        reductions._held = lambda *a, **k: None
+    try:
+        yield
+    finally:
+        reductions._held = before
 
 
 def main(argv: Sequence[str] | None = None) -> int:

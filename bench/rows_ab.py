@@ -114,7 +114,7 @@ def time_case(timer: Any, case: tuple[str, str, int],
     first checked against torch's."""
     import torch
 
-    from tile_mlir.ops import entry, rows
+    from tile_mlir.ops import rows
 
     op, dtype, n = case
     size = harness.ITEMSIZE[dtype]
@@ -131,28 +131,13 @@ def time_case(timer: Any, case: tuple[str, str, int],
         *((f"{s}:{o}", rows.forced(s, **o)) for s, o in variants),
         *([("no edges", _without_edges())] if without_edges else [])]
     for name, planning in named:
-        with planning:
-            entry.clear()
-            got = made.ours_checked()
-            plans = dict(entry.PLANS)
+        got, calls[name] = harness.variant(planning, made.ours_checked, made.ours)
         harness.assert_close(got, want, rtol=rtol * loose, atol=atol * loose)
-        calls[name] = _adopting(made.ours, plans)
     compiled()
     times = timer.time(calls)
     bytes_ = (m * n + m) * size if op in REDUCTIONS else fused.traffic(op, m, n, dtype)
     return f"{op} {dtype} {m}x{n}: " + ", ".join(
         f"{k} {bytes_ / t.median_s / 1e12:.3f}" for k, t in times.items()) + " TB/s"
-
-
-def _adopting(call: Callable[[], Any], plans: dict[Any, Any]) -> Callable[[], Any]:
-    """`call` under `plans` (one variant's), in place of the others'."""
-    from tile_mlir.ops import entry
-
-    def run() -> Any:
-        entry.adopt(plans)
-        return call()
-
-    return run
 
 
 @contextmanager

@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -201,3 +202,32 @@ def test_rows_ab_reads_cases_and_variants() -> None:
                       ("cluster:ctas=x", "KEY=NUMBER")]:
         with pytest.raises(argparse.ArgumentTypeError, match=says):
             script.parse_variant(bad)
+
+
+def test_an_ab_variant_calls_under_its_own_plans(device: Any) -> None:
+    """harness.variant (the A/B scripts'): `run` once under the variant's planning, and a
+    call that launches that variant's plan again outside it, whatever another variant
+    planned for the same call since."""
+    from contextlib import nullcontext
+
+    import numpy as np
+
+    from tile_mlir import ops
+    from tile_mlir.ops import rows
+
+    harness = load("harness")
+    values = np.random.default_rng(7).standard_normal((4, 1025)).astype(np.float32)
+    x = device.array(values, "f32")
+    want = np.exp(values - values.max(axis=1, keepdims=True))
+    want /= want.sum(axis=1, keepdims=True)
+    texts = []
+    for planning in (rows.forced("cta", lanes=64), nullcontext()):  # the planner: 128
+        got, call = harness.variant(planning, lambda: ops.softmax(x, dim=-1))
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-7)
+        texts.append((device.launches[-1], call))
+    assert not rows._forced  # the planning undone
+    (forced, again_forced), (planned, again_planned) = texts
+    assert forced != planned
+    for text, call in ((forced, again_forced), (planned, again_planned), (forced, again_forced)):
+        np.testing.assert_allclose(call().numpy(), want, rtol=1e-5, atol=1e-7)
+        assert device.launches[-1] == text
