@@ -280,13 +280,15 @@ def test_norms_over_rows_that_start_unaligned(dtype: str, n: int) -> None:
 @pytest.mark.parametrize("stack", [2, 3, 4])
 def test_stacks_of_rows_with_edges(stack: int) -> None:
     """A CTA of 64 threads holding `stack` rows of odd length one after another
-    (Geometry.stack): softmax, log_softmax and a held sum, against float64, row counts no
-    multiple of the stack (the last CTA's extra rows are the last row again)."""
+    (Geometry.stack): softmax, log_softmax, the norms (the fused add's residual bit for
+    bit) and a held sum, against float64, row counts no multiple of the stack (the last
+    CTA's extra rows are the last row again)."""
     torch = _torch()
     with rows.forced("cta", lanes=64, stack=stack):
         for dtype in ("f32", "bf16"):
             for m, n in ((9, 1025), (stack * 5 + 1, 999), (1, 2049)):
-                for op in ("softmax", "log_softmax"):
+                for op in ("softmax", "log_softmax", "rms_norm", "layer_norm",
+                           "fused_add_rms_norm"):
                     print(run_op(op, dtype, (m, n)))
                 x = torch.randn(m, n, device="cuda", dtype=getattr(torch, DTYPES[dtype]))
                 got = _host(ops.sum(x, dim=-1)).astype(np.float64)

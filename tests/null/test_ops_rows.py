@@ -548,8 +548,9 @@ def test_rows_with_edges_on_the_pretend_device(device: Device, rng: np.random.Ge
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_norms_with_edges_on_the_pretend_device(device: Device, rng: np.random.Generator,
                                                 dtype: str, stack: int) -> None:
-    """The norms over rows that start unaligned (a CTA a row of 64 threads, forced; RMSNorm
-    and layer norm in stacks of 3 rows a CTA too, the fused add one row a CTA still):
+    """The norms over rows that start unaligned (a CTA a row of 64 threads, forced; or a
+    stack of 3 rows a CTA, whose last CTA's rows past M repeat the last row: the fused
+    add's residual must still be x + r, added once):
     contiguous rows of odd length, rows at an odd offset, the weight (and bias) at an
     offset of its own (split as each row is: tl's aligned_as), shorter rows than a vector;
     the fused add's residual checked too; layer norm's centered squares over the row's

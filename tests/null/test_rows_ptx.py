@@ -403,3 +403,22 @@ def test_a_stack_of_norms_reads_every_row_before_the_first_reduction(op: str, n:
     first = ptx[:ptx.index("bar.sync" if lanes > 32 else "shfl.sync")]
     assert first.count("ld.global.nc.v4.b32") == g.stack * g.row_parts(n)
     assert ptx.count("st.global.v4.b32") == g.stack * g.row_parts(n)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_a_stack_of_fused_adds_reads_every_row_before_writing_one(dtype: str) -> None:
+    """The fused add in a stack (forced: 4 rows of 1025 a CTA of 64 threads): every row's x
+    and residual read (their 16-byte vectors, heads and tails) before the first store (of
+    the first row's residual), so that the last CTA's copies of the last row all read it
+    as it was; each row's residual and x written in 16-byte stores; no spill."""
+    size = DTYPES[dtype].bytes
+    g = Geometry("cta", 16 // size, 64, edges=True, stack=4)
+    ptx, registers = _compiled(_program("fused_add_rms_norm", g, 65472, 1025, dtype))
+    assert registers * g.threads <= toolchain.REGISTERS
+    first = ptx[:ptx.index("st.global")]
+    scalar = "b16" if size == 2 else "b32"
+    assert first.count("ld.global.v4.b32") == ptx.count("ld.global.v4.b32") == \
+        2 * g.stack * g.row_parts(1025)
+    assert first.count(f"ld.global.{scalar}") == ptx.count(f"ld.global.{scalar}") == \
+        2 * 2 * g.stack  # x's and r's heads and tails
+    assert ptx.count("st.global.v4.b32") == 2 * g.stack * g.row_parts(1025)

@@ -321,8 +321,8 @@ class Forced:
     """A strategy to use whatever the planner would choose (tests, benchmarks): its
     threads per row (lanes; per chunk for "split"), CTAs per cluster, parts per chunk,
     parts of the weight read early ("cta" and "cluster"), rows ahead prefetched into L2
-    ("cta" and "cluster": Geometry.ahead), rows a CTA stacks ("cta": the families of
-    STACKS and the held reductions, Geometry.stack)."""
+    ("cta" and "cluster": Geometry.ahead), rows a CTA stacks ("cta": Geometry.stack; every
+    one-pass kernel of a row and the held reductions)."""
 
     strategy: str
     lanes: int | None = None
@@ -395,10 +395,11 @@ def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: in
              early: int = 0, f32_ahead: bool = False, wide: int = 0,
              stacks: int = 0) -> Plan:
     """The plan of m rows of n elements accessed `vec` at a time, or `wide` at a time with
-    edges (with_edges; a CTA's stack of rows where the kernel stacks them: `stacks` the
-    elements of a row a thread then holds at most, STACKS; 0 where it does not)."""
-    if _forced:  # a forced stack where the kernel stacks
-        forced = _forced[0] if stacks else replace(_forced[0], stack=1)
+    edges (with_edges; a CTA's stack of rows where the planner stacks the family's:
+    `stacks` the elements of a row a thread then holds at most, STACKS; 0 where it does
+    not)."""
+    if _forced:
+        forced = _forced[0]
         return with_edges(lambda width: forced.plan(m, n, width), n, vec, wide, planned=False)
     return chosen(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs,
                   early=early, f32_ahead=f32_ahead, wide=wide, stacks=stacks)
@@ -497,8 +498,10 @@ a CTA -> stacks of 4, TB/s; torch.compile in brackets): RMSNorm bf16 rows of 257
 threads 1.66 -> 3.35 (3.16), f32 257 3.22 -> 3.88 (4.07), layer norm bf16 257 1.66 ->
 2.24 (2.08), f32 257 3.20 -> 3.40 (3.56); at 16 elements a thread they lost: RMSNorm bf16
 1025 on 64 threads 4.07 -> 3.63, layer norm bf16 1025 2.51 -> 2.37, 513 on 32 threads
-3.11 -> 2.41 (RMSNorm bf16 513 3.19 -> 3.58). Not the fused add, whose x and residual are
-written in place (the last CTA's rows past M repeat the last row)."""
+3.11 -> 2.41 (RMSNorm bf16 513 3.19 -> 3.58). The fused add's kernel stacks rows too (every
+row's x and residual loaded before any row's residual is written: the last CTA's rows
+past M repeat the last row), where forced (Forced's stack); the planner does not stack
+it: NOT MEASURED ON A GPU (bench/rows_ab.py's docstring has the A/B)."""
 
 
 def _stackable(parts: int, vec: int, values: int) -> bool:

@@ -636,9 +636,20 @@ def welford_stats_of(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor
     return row_mean, row_m2
 
 
-def add_residual(rows: Rows, x: tl.Tensor, r: tl.Tensor) -> list[tl.Tensor]:
-    """s = x + r rounded to their dtype, written into r (vLLM's residual); s's parts."""
-    xs, rs = rows.load(x, 0.0), rows.load(r, 0.0)
+Pair = tuple[list[tl.Tensor], list[tl.Tensor]]
+"""A row's parts of x and of r in registers (the fused add's operands)."""
+
+
+def load_pair(rows: Rows, x: tl.Tensor, r: tl.Tensor) -> Pair:
+    """The row's parts of x and of r in registers (add_residual's operands)."""
+    return rows.load(x, 0.0), rows.load(r, 0.0)
+
+
+def add_residual(rows: Rows, x: tl.Tensor, r: tl.Tensor, pair: Pair | None = None
+                 ) -> list[tl.Tensor]:
+    """s = x + r rounded to their dtype, written into r (vLLM's residual); s's parts. The
+    row's parts of x and r loaded before (`pair`: load_pair's), or now."""
+    xs, rs = pair or load_pair(rows, x, r)
     total = rows.tiles(x.dtype)
     for a, b, s in zip(xs, rs, total, strict=True):
         rows.scope.add(s, a, b)
@@ -772,10 +783,15 @@ def layer_norm_rows(x: Row, w: Vector, b: Vector, y: Row, eps: tl.f32, *, G: tl.
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
 def add_rms_norm_rows(x: Row, r: Row, w: Vector, eps: tl.f32, *, G: tl.constexpr) -> None:
-    rows = Rows(Geometry.of(G), x.shape[1])
-    total = add_residual(rows, x, r)
-    weights = rows.weights(w)
-    rms_apply(rows, total, rows.sum_of_squares(total), eps=eps, w=weights, y=x)
+    each = stacked(Geometry.of(G), x)
+    # every row's x and r loaded before any row's r is written: a stack's rows past M
+    # repeat the last row, each copy of which must read it as it was (one thread loads
+    # and stores each element, in this order)
+    pairs = [load_pair(rows, x, r) for rows in each]
+    for rows, pair in zip(each, pairs, strict=True):
+        total = add_residual(rows, x, r, pair)
+        weights = rows.weights(w)
+        rms_apply(rows, total, rows.sum_of_squares(total), eps=eps, w=weights, y=x)
 
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
