@@ -329,14 +329,15 @@ def test_planned_stacks_of_short_rows(m: int, n: int, dtype: str) -> None:
 
 
 @pytest.mark.parametrize(("m", "n", "dtype", "said"), [
-    (8193, 257, "f32", "4 rows one after another"), (8194, 513, "f32", "of 64 threads"),
-    (8197, 257, "bf16", "of 32 threads"), (8195, 1025, "bf16", "of 128 threads"),
+    (8193, 257, "f32", "2 rows one after another"), (8194, 513, "f32", "of 64 threads"),
+    (8197, 257, "bf16", "a warp, 8"), (8195, 513, "bf16", "a warp, 16"),
+    (8195, 1025, "bf16", "of 128 threads"),
     (4099, 4097, "bf16", "of 512 threads"), (1025, 8191, "f32", "of 1024 threads"),
     (515, 32001, "f32", "a cluster of 8 CTAs of 256 threads")], ids=str)
 def test_planned_pairs_of_rows(m: int, n: int, dtype: str, said: str) -> None:
     """The fused add + RMSNorm over the planner's rows of two inputs with edges
-    (rows.EDGE_PAIR_PARTS; f32 rows of 257 and 513 stacked, a row count no multiple of 4):
-    the residual bit for bit, x against float64."""
+    (rows.EDGE_PAIR_PARTS; short rows stacked with their prefetch, PAIR_STACK_ROWS, a row
+    count no multiple of 2): the residual bit for bit, x against float64."""
     reason = rows.explain("fused_add_rms_norm", (m, n), dtype)
     assert said in reason and "start aligned" in reason, reason
     print(run_op("fused_add_rms_norm", dtype, (m, n)))

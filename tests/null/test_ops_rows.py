@@ -197,15 +197,19 @@ def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
         assert "one after another" not in rows.explain(op, (130816, 513), "bf16")
         assert "4 rows one after another" in rows.explain(op, (261123, 257), "bf16")
         assert "2 rows one after another" in rows.explain(op, (130561, 257), "f32")
-    fused = "fused_add_rms_norm"
-    for shape, dtype, threads in (((130561, 257), "f32", 32), ((65408, 513), "f32", 64)):
-        said = rows.explain(fused, shape, dtype)  # 2 parts of each: stacked
-        assert f"one CTA of {threads} threads holding 8 elements of each" in said, said
-        assert "4 rows one after another" in said, said
-    for shape, threads in (((261123, 257), 32), ((130816, 513), 64), ((65472, 1025), 128)):
-        said = rows.explain(fused, shape, "bf16")  # 1 part of each: not stacked
-        assert f"one CTA of {threads} threads holding 8 elements of each" in said, said
-        assert "one after another" not in said, said
+    fused = "fused_add_rms_norm"  # rows a group of lanes would hold: PAIR_STACK_ROWS
+    for shape, dtype, cta in (((130561, 257), "f32", "a warp, 8"), ((65408, 513), "f32",
+                                                                    "64 threads, 8"),
+                              ((261123, 257), "bf16", "a warp, 8"),
+                              ((130816, 513), "bf16", "a warp, 16")):
+        said = rows.explain(fused, shape, dtype)
+        assert f"one CTA of {cta} elements a thread" in said, said
+        assert "2 rows one after another, every row's loads before the first reduction, " \
+            "and prefetches the rows 8 on into L2" in said, said
+        assert "one after another" not in rows.explain(fused, (4000, shape[1]), dtype)
+    said = rows.explain(fused, (65472, 1025), "bf16")  # 1 part of each: not stacked
+    assert "one CTA of 128 threads holding 8 elements of each" in said, said
+    assert "one after another" not in said, said
 
 
 def test_forcing_a_strategy_plans_again() -> None:

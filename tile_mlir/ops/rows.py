@@ -510,13 +510,21 @@ a CTA -> stacks of 4, TB/s; torch.compile in brackets): RMSNorm bf16 rows of 257
 threads 1.66 -> 3.35 (3.16), f32 257 3.22 -> 3.88 (4.07), layer norm bf16 257 1.66 ->
 2.24 (2.08), f32 257 3.20 -> 3.40 (3.56); at 16 elements a thread they lost: RMSNorm bf16
 1025 on 64 threads 4.07 -> 3.63, layer norm bf16 1025 2.51 -> 2.37, 513 on 32 threads
-3.11 -> 2.41 (RMSNorm bf16 513 3.19 -> 3.58). The fused add + RMSNorm STACK_VALUES, where a
-thread holds STACK_PARTS parts of each input (every row's x and residual loaded before any
-row's residual is written: the last CTA's rows past M repeat the last row): f32 rows of 257
-on 32 threads 3.46 -> 3.94 (3.97), 513 on 64 2.72 -> 3.93 (4.03; the narrow plan's 64
-threads reading 4 bytes before, with edges unstacked 3.46), bf16 513 on 32 2.86 -> 3.79
-(2.92); with 1 part a thread (EDGE_PAIR_PARTS) a stack lost: bf16 257 on 32 threads 3.31
--> 2.85, on 64 3.21 -> 2.59, 1025 on 64 3.25 -> 3.76 but 4.03 unstacked on 128."""
+3.11 -> 2.41 (RMSNorm bf16 513 3.19 -> 3.58). The fused add + RMSNorm STACK_VALUES
+elements of each input: PAIR_STACK_ROWS."""
+PAIR_STACK_ROWS = 2
+PAIR_AHEAD = 8
+"""A row of two inputs (the fused add + RMSNorm) that a group of lanes would hold without
+edges takes a CTA of the threads that hold at most STACK_PARTS parts of each (`_warp_cta`:
+32, or 64 for f32 rows of 513), with edges, which holds PAIR_STACK_ROWS rows (every row's x
+and residual loaded before any row's residual is written: the last CTA's rows past M
+repeat the last row) and prefetches the rows PAIR_AHEAD on into L2, where there are
+STACK_MIN_ROWS rows. Measured on an H200 (bench/rows_ab.py, bench/fused.py's 128 MiB,
+TB/s; torch.compile in brackets): bf16 rows of 257 on 32 threads 3.74 (3.42; 64 threads
+reading 2 bytes 3.18, 32 with edges alone 3.31, stacks of 4 without the prefetch 2.85,
+with it 3.72), 385 3.85 (3.49; before 3.47), 513 3.92 (2.91; 3.74 on 64 threads of 1 part
+each, EDGE_PAIR_PARTS), f32 257 4.00 (3.96; 3.46 before, 3.94 in 4 rows without the
+prefetch); stacks of 4 with it 3.67-3.81 for bf16, on 64 threads 2.89 (257) to 3.84."""
 STACK_HELD = {"rms_norm": 4, "layer_norm": 4}
 """The parts of its stack of rows a thread holds at most, for the families that hold
 fewer rows than STACK_ROWS where each row takes more parts: the norms, whose weight (and
@@ -562,11 +570,11 @@ def _pair_lanes(n: int, vec: int) -> int:
 def _warp_cta(n: int, wide: int, inputs: int) -> int:
     """The threads of the CTA that a row of n elements (`wide` an access), which a group
     of lanes would hold without edges, takes with them where its family stacks: a warp's;
-    a row of two inputs as many as hold EDGE_PAIR_PARTS parts of each, as far as
-    STACK_THREADS go."""
+    a row of two inputs as many as hold STACK_PARTS parts of each, as far as STACK_THREADS
+    go."""
     if inputs == 1:
         return 32
-    return min(STACK_THREADS, max(32, _pair_lanes(n, wide)))
+    return min(STACK_THREADS, max(32, _pow2(n // wide // STACK_PARTS)))
 
 
 def _threads_said(threads: int) -> str:
@@ -619,9 +627,10 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
     g = plan.geometry
     reason = plan.reason
     threads = _warp_cta(n, wide, inputs)
-    if planned and stack and g.strategy == "warp" and n // wide >= 32 and \
-            _stackable(-(-(n // wide) // threads), wide, stack[1]) and \
-            pick(vec).geometry.strategy == "cta":
+    warp_cta = planned and stack is not None and g.strategy == "warp" and \
+        n // wide >= 32 and _stackable(-(-(n // wide) // threads), wide, stack[1]) and \
+        pick(vec).geometry.strategy == "cta"
+    if warp_cta:
         g = Geometry("cta", wide, threads)
         reason = (f"a row of {n} fits one CTA of {_threads_said(threads)}, "
                   f"{g.row_parts(n) * wide} elements a thread (a row with edges, which a "
@@ -631,7 +640,12 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
                       "each)"))
     if g.strategy not in EDGE_STRATEGIES:
         return pick(vec)
-    if planned and inputs > 1:
+    if warp_cta and inputs > 1 and stack and stack[0] >= STACK_MIN_ROWS:
+        g = replace(g, stack=PAIR_STACK_ROWS, ahead=PAIR_AHEAD)
+        reason += (f"; each CTA holds {PAIR_STACK_ROWS} rows one after another, every row's "
+                   f"loads before the first reduction, and prefetches the rows {PAIR_AHEAD} "
+                   "on into L2 (a row of two inputs)")
+    elif planned and inputs > 1 and not warp_cta:
         g, reason = _pair_threads(g, n)
     elif planned and g.strategy == "cta" and wide == ACCESS_BYTES // 2 and \
             g.lanes // EDGE_CTA_SHARE >= EDGE_CTA_MIN:
@@ -640,7 +654,7 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
                   f"{g.row_parts(n) * wide} elements each (a row with edges: half the "
                   "threads of an aligned one); reductions across its warps through shared "
                   "memory (one barrier each)")
-    if planned and stack and (inputs == 1 or g.row_parts(n) == STACK_PARTS):
+    if planned and stack and inputs == 1:
         g, reason = _stacked(g, n, stack, reason)
     return Plan(replace(g, edges=True), f"{reason}; each row is read as its {wide}-element "
                 "vectors that start aligned, and the elements before and after them apart "
