@@ -454,14 +454,15 @@ threads as hold them, at most EDGE_PAIR_CTA's, or a cluster of at most EDGE_PAIR
 threads (never fewer than the planner's plan has); a thread of a row with edges holds each
 part of both inputs, their head and tail too. Measured on an H200 (bench/rows_ab.py,
 fused_add_rms_norm at bench/fused.py's 128 MiB, TB/s, at 32 / 64 / 128 / 256 / 512 /
-1024 threads; the planner's before in brackets). bf16 (1 part of each): rows of 257
+1024 threads; the planner's before in brackets; rows of 257 and 513 now take
+PAIR_STACK_ROWS). bf16 (1 part of each): rows of 257
 3.31 / 3.21 (3.18: 64 threads reading 2 bytes), 1025 - / 3.30 / 4.03 / 3.44 (3.22),
 2049 - / 3.27 / 3.67 / 4.12 (3.67), 4097 256 threads on: 3.78 / 4.04 / 2.64 (3.77);
 8191 3.36 / 3.86 / 3.69 and 16383 2.76 / 3.29 / 3.08 (the 512 threads' 2 and 4 parts
 held); clusters: 8191 at 128 / 256 / 512 threads 3.00 / 3.36 / 3.87; 32001 on 4 CTAs of
 128 threads 2.49, 8 of 256 3.02, 16 of 128 3.15, 16 of 256 2.85; 50257 on 8 of 128 2.62,
 8 of 256 2.76, 16 of 128 2.73, 16 of 256 2.48. f32 (2 parts of each): 257 on 32 threads
-(stacked: STACKS) 3.94 (3.46), 513 on 64 stacked 3.93 (2.72), 1025 3.62 / 3.82 / 4.16
+stacked 3.94 (3.46), 513 on 64 stacked 3.93 (2.72), 1025 3.62 / 3.82 / 4.16
 (3.82: 2 parts taken over 1, untried then), 4097 256 threads on: 3.53 / 3.95 / 3.67
 (3.27), 8191 3.12 / 3.38 / 3.90 (3.12), 16383 2.78 / 3.42 / 3.59 (3.42); 32001 on 8 CTAs
 of 256 threads 3.34, 4 of 256 3.03, 8 of 128 3.01, 16 of 128 3.28 (3.01); 50257 on 8 of
@@ -619,8 +620,8 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
     the kernel stacks rows (`stack`: the rows M, the elements of a row a thread holds at
     most, STACKS, and the parts of a stack, STACK_HELD), a planned group of lanes of a row
     that a CTA's threads may stack takes that CTA with edges (`_warp_cta`), and a CTA of a
-    short row a stack (STACK_ROWS; a row of two inputs where each thread holds STACK_PARTS
-    parts of each)."""
+    short row a stack (STACK_ROWS; a row of two inputs so taken PAIR_STACK_ROWS, with
+    their prefetch)."""
     if wide <= vec:
         return pick(vec)
     plan = pick(wide)
