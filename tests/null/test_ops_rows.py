@@ -156,8 +156,8 @@ def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
     are STACK_MIN_ROWS; a row a warp may so hold, that a group of lanes would hold without
     edges (and the narrow accesses in a CTA), takes a CTA of a warp with them; where the
     kernel does not stack, as before; the norms at 8 elements a thread, and at most
-    STACK_HELD parts a stack (f32 rows of 257: 2 rows); the fused add + RMSNorm where a
-    thread holds STACK_PARTS parts of each input."""
+    STACK_HELD parts a stack (f32 rows of 257: 2 rows); the fused add + RMSNorm's rows that
+    a group of lanes would hold: PAIR_STACK_ROWS, with their prefetch."""
     def plan(m: int, n: int, dtype: str, stacks: int = rows.STACK_VALUES) -> Any:
         size = DTYPES[dtype].bytes
         return rows.chosen(m, n, 1, 16, itemsize=size, inputs=1, early=0, f32_ahead=False,
