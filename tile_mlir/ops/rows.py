@@ -641,12 +641,13 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
                       "each)"))
     if g.strategy not in EDGE_STRATEGIES:
         return pick(vec)
-    if warp_cta and inputs > 1 and stack and stack[0] >= STACK_MIN_ROWS:
-        g = replace(g, stack=PAIR_STACK_ROWS, ahead=PAIR_AHEAD)
-        reason += (f"; each CTA holds {PAIR_STACK_ROWS} rows one after another, every row's "
-                   f"loads before the first reduction, and prefetches the rows {PAIR_AHEAD} "
-                   "on into L2 (a row of two inputs)")
-    elif planned and inputs > 1 and not warp_cta:
+    if warp_cta and inputs > 1:  # its threads as taken; a stack of them where M allows
+        if stack and stack[0] >= STACK_MIN_ROWS:
+            g = replace(g, stack=PAIR_STACK_ROWS, ahead=PAIR_AHEAD)
+            reason += (f"; each CTA holds {PAIR_STACK_ROWS} rows one after another, every "
+                       f"row's loads before the first reduction, and prefetches the rows "
+                       f"{PAIR_AHEAD} on into L2 (a row of two inputs)")
+    elif planned and inputs > 1:
         g, reason = _pair_threads(g, n)
     elif planned and g.strategy == "cta" and wide == ACCESS_BYTES // 2 and \
             g.lanes // EDGE_CTA_SHARE >= EDGE_CTA_MIN:
@@ -703,11 +704,11 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
     if not m * n:
         return f"{op} {dtype} {m}x{n}: an empty input: nothing is launched"
     itemsize = DTYPES[dtype].bytes
+    family = FAMILIES.get(op, op)
     plan = chosen(m, n, vector_width(n, dtype, []), clusters, itemsize=itemsize,
                   inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
-                  f32_ahead=op in F32_AHEAD, wide=edge_width(FAMILIES.get(op, op), itemsize),
-                  stacks=STACKS.get(FAMILIES.get(op, op), 0),
-                  held=STACK_HELD.get(FAMILIES.get(op, op), 0))
+                  f32_ahead=op in F32_AHEAD, wide=edge_width(family, itemsize),
+                  stacks=STACKS.get(family, 0), held=STACK_HELD.get(family, 0))
     g, reason = plan.geometry, plan.reason
     if g.vec * itemsize < ACCESS_BYTES:
         reason += (f"; each row is read {g.vec} element{'s' if g.vec > 1 else ''} at a time "
