@@ -149,8 +149,10 @@ def test_without_a_divisor_that_fills_the_gpu_chunks_end_in_a_tail() -> None:
 def test_columns_that_start_unaligned_are_folded() -> None:
     """Columns whose rows are no multiple of 16 bytes: G rows read as one of G * B (16-byte
     loads), into f32 partials that a next stage reduces as [A, chunks * G, B]; the
-    folded stage is never the last (a mean scales there). Not folded: B aligned, R no
-    multiple of G, a strided or offset source, a source under SMALL_STAGE, rows."""
+    folded stage is never the last (a mean scales there). R no multiple of G (A = 1): the
+    rows past the folded ones reduced apart into one more partial row. Not folded: B
+    aligned, R no multiple of G where A > 1, a strided or offset source, a source under
+    SMALL_STAGE, rows."""
     def shape_of(planned: list[Stage]) -> list[tuple[Any, ...]]:
         return [(s.a, s.r, s.b, s.fold, s.src, s.dst, s.chunks, s.vec()) for s in planned]
 
@@ -163,8 +165,17 @@ def test_columns_that_start_unaligned_are_folded() -> None:
         (3, 2048, 2060, 2)  # 4-byte rows of 1030: two make 16-byte ones
     assert stages("sum", (1, 4096, 1030), "bf16", "bf16", acc="f32")[0].fold == 4
     assert reduction_programs.fold_of((1, 4096, 1031), 2) == 8
+    odd = stages("sum", (1, 65539, 1031), "bf16", "bf16", acc="f32", scale_count=65539)
+    assert shape_of(odd) == [(1, 8192, 8248, 8, "bf16", "f32", 8, 8),
+                             (1, 3, 1031, 1, "bf16", "f32", 1, 1),
+                             (1, 65, 1031, 1, "f32", "bf16", 1, 1)]
+    assert (odd[1].start, odd[1].offset, odd[0].start) == (65536, False, 0)
+    assert odd[2].scale == 1 / 65539 and odd[1].scale is None
+    assert "(rows 65536 on, past the folded ones)" in describe(odd[1])
+    said = reductions.explain("sum", (65539, 1031), "bf16", dim=0)
+    assert "3 kernels" in said and "rows 65536 on, the 3 past the folded ones" in said, said
     cases: list[tuple[tuple[int, int, int], int, dict[str, Any]]] = [
-        ((1, 4096, 1024), 2, {}), ((1, 4097, 1031), 2, {}),
+        ((1, 4096, 1024), 2, {}), ((3, 4097, 1031), 2, {}), ((1, 7, 100003), 2, {}),
         ((1, 4096, 1031), 2, {"offset": True}),
         ((1, 4096, 1031), 2, {"strides": ("?8", "?1031", "1")}),
         ((1, 8, 1031), 2, {}), ((4096, 1031, 1), 2, {})]
@@ -175,12 +186,14 @@ def test_columns_that_start_unaligned_are_folded() -> None:
 def test_folded_columns_on_the_pretend_device(device: Device, rng: np.random.Generator
                                               ) -> None:
     """Folded columns against float64 (the stages' model): sums, maxima with a NaN, means
-    and keepdim over dim 0 of [1024, 1031] and dim 1 of [3, 256, 1031], out=; the folded
-    stage launched."""
+    and keepdim over dim 0 of [1024, 1031], of [1027, 1031] (3 rows past the folded ones,
+    the last row's NaN among them too) and dim 1 of [3, 256, 1031], out=; the folded stage
+    launched."""
     for dtype in ("f32", "bf16"):
-        for shape, dim in (((1024, 1031), 0), ((3, 256, 1031), 1)):
+        for shape, dim in (((1024, 1031), 0), ((3, 256, 1031), 1), ((1027, 1031), 0)):
             values = rng.standard_normal(shape).astype(np.float32)
             values[(0,) * len(shape)] = np.nan
+            values[-1, 5] = np.nan  # a row past the folded ones where R % 8
             x = device.array(values, dtype)
             host = x.numpy()
             for name in ("sum", "amax", "mean"):
@@ -193,8 +206,10 @@ def test_folded_columns_on_the_pretend_device(device: Device, rng: np.random.Gen
                 tol = {"f32": 1e-5, "bf16": 1.6e-2}[dtype]
                 np.testing.assert_allclose(got.numpy().astype(np.float64)[keep], want[keep],
                                            rtol=tol, atol=tol * 4)
-                folded = [t for t in device.launches[before:] if "folded" in t]
+                folded = [t for t in device.launches[before:] if "folded into" in t]
                 assert len(folded) == 1, device.launches[before:]
+                rest = [t for t in device.launches[before:] if "past the folded" in t]
+                assert len(rest) == (shape[0] == 1027), device.launches[before:]
     x = device.array(rng.standard_normal((1024, 1031)).astype(np.float32))
     out = device.empty((1031,), "f32")
     assert ops.sum(x, dim=0, out=out) is out
@@ -212,17 +227,21 @@ def test_a_folded_stage_loads_16_bytes() -> None:
     assert "ld.global.nc.v4.b32" not in ptx and "ld.global.nc.b16" in ptx
 
 
-@pytest.mark.parametrize(("shape", "dim"), [((16, 131), 0), ((2, 8, 131), 1)], ids=str)
+@pytest.mark.parametrize(("shape", "dim"), [((16, 131), 0), ((2, 8, 131), 1), ((19, 131), 0)],
+                         ids=str)
 def test_folded_column_kernels_themselves(device: Device, rng: np.random.Generator,
                                           monkeypatch: pytest.MonkeyPatch,
                                           shape: tuple[int, ...], dim: int) -> None:
     """The folded stage's kernel runs (not the model), folds of 4 rows of 131 f32 made
-    small enough to (SMALL_STAGE 0): sums and maxima against float64."""
+    small enough to (SMALL_STAGE 0), and the 3 rows past them where R is 19 (a stage of
+    their own, from row 16): sums and maxima against float64."""
     monkeypatch.setattr(reduction_programs, "SMALL_STAGE", 0)
     device.reduction_kernels = True
     x = rng.standard_normal(shape).astype(np.float32)
     view = reduction_view(shape, _row_major(shape), (dim,))
-    assert view is not None and stages("sum", view[0], "f32", "f32", acc="f32")[0].fold == 4
+    assert view is not None
+    planned = stages("sum", view[0], "f32", "f32", acc="f32")
+    assert planned[0].fold == 4 and (planned[1].start == 16) == (shape[0] == 19), planned
     for name in ("sum", "amax"):
         _close(getattr(ops, name)(device.array(x), dim=dim), _reference(name, x, dim, False),
                "f32")

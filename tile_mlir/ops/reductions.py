@@ -231,12 +231,37 @@ def _run_stages(b: Builder, kind: str, src: Array, final: Array, *,
                     SCALE=1.0 / scale_count if scale_count else 1.0)
         return
     source = src if planned[0].fold == 1 else _source_view(src, planned[0])
-    for n, stage in enumerate(planned):
-        dst = final if n == len(planned) - 1 else b.temporary(stage.out_shape, stage.dst)
-        program = ReductionProgram(stage)
-        b.launch(program, stage.grid, _stage_values(b, program, source, dst))
-        if n + 1 < len(planned):
-            source = _source_view(dst, planned[n + 1])
+    n = 0
+    while n < len(planned):
+        stage = planned[n]
+        if n + 1 < len(planned) and planned[n + 1].start:  # a fold and its remainder
+            dst = _remainder(b, stage, planned[n + 1], src, source)
+            n += 2
+        else:
+            dst = final if n == len(planned) - 1 else b.temporary(stage.out_shape, stage.dst)
+            program = ReductionProgram(stage)
+            b.launch(program, stage.grid, _stage_values(b, program, source, dst))
+            n += 1
+        if n < len(planned):
+            source = _source_view(dst, planned[n])
+
+
+def _remainder(b: Builder, fold: Stage, rest: Stage, src: Array, folded: Array) -> Array:
+    """Launch a folded stage (reading `folded`, src's first rows) and the stage of the
+    rows past them (`rest`, reading src from its row `start`) into one buffer of partials
+    [1, fold's chunks * G + 1, B], which it returns (A = 1: fold_of)."""
+    chunks = fold.chunks * fold.fold
+    partials = b.temporary((1, chunks + 1, rest.b), rest.dst)
+    first = partials.view(fold.out_shape, args.row_major(fold.out_shape))
+    program = ReductionProgram(fold)
+    b.launch(program, fold.grid, _stage_values(b, program, folded, first))
+    shape = (1, rest.r, rest.b)
+    tail = src.view(shape, args.row_major(shape), elements=rest.start * rest.b)
+    last = partials.view(rest.out_shape, args.row_major(rest.out_shape),
+                         elements=chunks * rest.b)
+    program = ReductionProgram(rest)
+    b.launch(program, rest.grid, _stage_values(b, program, tail, last))
+    return partials
 
 
 def _source_view(a: Array, stage: Stage) -> Array:
@@ -503,6 +528,9 @@ def _stage_line(stage: Stage) -> str:
     if stage.fold > 1:
         loads += (f" ({stage.fold} rows of {stage.b // stage.fold} read as one of "
                   f"{stage.b}: each row of {stage.b // stage.fold} starts unaligned)")
+    if stage.start:
+        loads += (f"; rows {stage.start} on, the {stage.r} past the folded ones, into one "
+                  "partial row after theirs")
     cut = ""
     if stage.chunks > 1:
         cut = (f"; R cut into {stage.chunks} chunks of {stage.length}"

@@ -10,7 +10,9 @@ A stage reduces a view of one of two shapes (the caller merged the tensor's dims
   batch and a chunk of the reduced rows (reduce/columns: a thread per output vector,
   coalesced loads). Columns whose rows start unaligned (B not a multiple of a 16-byte
   vector) are first folded: G rows of B read as one of G * B (aligned), into partials
-  [A, chunks, G * B] that the next stage reduces as [A, chunks * G, B] (fold_of).
+  [A, chunks, G * B] that the next stage reduces as [A, chunks * G, B] (fold_of); where
+  R is no multiple of G (A = 1), a stage of its own reduces the last R % G rows into one
+  partial row after those.
 Chunks are equal where a divisor of R that fills the GPU allows, else equal but for a
 tail (Stage.spans), and column blocks likewise (column_blocks): each length a static
 tile of its own, the CTA branching to its one.
@@ -116,6 +118,9 @@ class Stage:
     piece: int = 0
     tail: tuple[int, ...] = ()
     fold: int = 1  # rows of the source's [A, R * fold, B / fold] each row here holds
+    # the source's row this stage's row 0 is (a fold's remainder: the R % G rows past the
+    # folded ones, whose partial follows theirs: stages)
+    start: int = 0
 
     @property
     def rows(self) -> bool:
@@ -320,7 +325,9 @@ an H200 (bench/folded_columns_ab.py, over dim 0, folded against narrow, TB/s; to
 and torch.compile beside): sum bf16 [65536, 1031] 2.38 -> 3.50 (2.73, 2.67), f32 [32768,
 1031] 3.37 -> 3.57 (3.19, 3.46), bf16 [16376, 4097] 2.86 -> 3.51, [65536, 1030] 2.82 ->
 3.48, [262144, 263] 2.19 -> 3.41 (1.74, 2.02), [1024, 1031] (2 MiB) 0.13 -> 0.25 (0.16,
-0.24); amax bf16 [1328, 50257] 3.30 -> 3.26 and f32 [4096, 4097] 2.85 -> 2.85 (ties)."""
+0.24); amax bf16 [1328, 50257] 3.30 -> 3.26 and f32 [4096, 4097] 2.85 -> 2.85 (ties).
+Rows no multiple of G (A = 1), their last R % G reduced apart (`stages`): NOT MEASURED ON
+A GPU (bench/folded_columns_ab.py's last three cases; narrow before, as above)."""
 
 
 def fold_of(view: tuple[int, int, int], nbytes: int, *, strides: tuple[str, ...] = (),
@@ -328,13 +335,14 @@ def fold_of(view: tuple[int, int, int], nbytes: int, *, strides: tuple[str, ...]
     """Rows G of a contiguous [A, R, B] columns view (at no element offset) that one
     folded row of G * B holds, so that every folded row starts 16-byte aligned where B's
     rows do not (16-byte loads where B allows 2- or 4-byte ones); 1 where that does not
-    apply: rows, B aligned, a strided or offset source, R no multiple of G, or a source
-    under SMALL_STAGE bytes (a kernel more costs more than the narrow loads)."""
+    apply: rows, B aligned, a strided or offset source, R under G, or no multiple of it
+    where A > 1 (A = 1: the R % G rows past the folded ones are reduced apart, `stages`),
+    or a source under SMALL_STAGE bytes (a kernel more costs more than the narrow loads)."""
     a, r, b = view
     width = ACCESS_BYTES // nbytes
     g = width // math.gcd(b, width)
-    if not FOLD_COLUMNS or b == 1 or g == 1 or strides or offset or r % g or \
-            a * r * b * nbytes < SMALL_STAGE:
+    if not FOLD_COLUMNS or b == 1 or g == 1 or strides or offset or r < g or \
+            (r % g and a > 1) or a * r * b * nbytes < SMALL_STAGE:
         return 1
     return g
 
@@ -346,16 +354,23 @@ def stages(kind: str, view: tuple[int, int, int], src: str, dst: str, *, acc: st
     first reads the source (its strides and offset), each next one the partials of the
     one before, until one writes [A, B] in `dst`. `scale_count`: a mean's count, whose
     reciprocal the last stage scales by. Columns whose rows start unaligned are folded
-    first (fold_of): that stage's partials are never the last."""
+    first (fold_of): that stage's partials are never the last; the R % G rows past the
+    folded ones (A = 1) are then reduced by a stage of their own (`start`) into one
+    partial row after the folded stage's, which the next stage reduces with them."""
     a, r, b = view
     out: list[Stage] = []
     fold = fold_of(view, DTYPES[src].bytes, strides=strides, offset=offset)
     if fold > 1:
+        rest = r % fold
         r, b = r // fold, b * fold
         cut = _cut(a, r, b, DTYPES[src].bytes, first=True)
         out.append(Stage(kind, a, r, b, src, acc, cut.chunks, None, (), False, cut.piece,
                          cut.tail, fold))
-        r, b, src, offset = cut.chunks * fold, b // fold, acc, False
+        b //= fold
+        if rest:
+            # rows that start where the folded ones end: 16-byte aligned as they do
+            out.append(Stage(kind, a, rest, b, src, acc, 1, start=r * fold))
+        r, src, offset = cut.chunks * fold + (1 if rest else 0), acc, False
     current, first_strides, first_offset = src, strides, offset
     while True:
         cut = _cut(a, r, b, DTYPES[current].bytes, first=not out)
@@ -468,7 +483,8 @@ def describe(stage: Stage) -> str:
             f"{stage.b}] {stage.dst}"
             + (f" (chunks of {stage.piece}, the last {', '.join(map(str, stage.tail))})"
                if stage.tail else "")
-            + (f" ({stage.fold} rows folded into one)" if stage.fold > 1 else ""))
+            + (f" ({stage.fold} rows folded into one)" if stage.fold > 1 else "")
+            + (f" (rows {stage.start} on, past the folded ones)" if stage.start else ""))
 
 
 def _contiguous(shape: tuple[int, ...]) -> tuple[str, ...]:
