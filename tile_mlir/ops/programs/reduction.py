@@ -326,8 +326,10 @@ and torch.compile beside): sum bf16 [65536, 1031] 2.38 -> 3.50 (2.73, 2.67), f32
 1031] 3.37 -> 3.57 (3.19, 3.46), bf16 [16376, 4097] 2.86 -> 3.51, [65536, 1030] 2.82 ->
 3.48, [262144, 263] 2.19 -> 3.41 (1.74, 2.02), [1024, 1031] (2 MiB) 0.13 -> 0.25 (0.16,
 0.24); amax bf16 [1328, 50257] 3.30 -> 3.26 and f32 [4096, 4097] 2.85 -> 2.85 (ties).
-Rows no multiple of G (A = 1), their last R % G reduced apart (`stages`): NOT MEASURED ON
-A GPU (bench/folded_columns_ab.py's last three cases; narrow before, as above)."""
+Rows no multiple of G (A = 1), their last R % G reduced apart (`stages`; the same run):
+sum bf16 [65539, 1031] 2.65 -> 3.25 (1.79, 2.46), [262147, 263] 2.15 -> 3.17 (1.77, 2.03);
+amax f32 [32771, 1031] 3.30 -> 3.22 (3.19, 3.17), the remainder's kernel (about a
+microsecond) costing more than f32's folding wins there; kept for one rule."""
 
 
 def fold_of(view: tuple[int, int, int], nbytes: int, *, strides: tuple[str, ...] = (),
