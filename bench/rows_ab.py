@@ -10,7 +10,13 @@ A case is OP:DTYPE:N (M rows of N at bench/fused.py's 128 MiB); OP one of the ro
 a reduction a row held in registers serves (sum, amax, amin, mean over the last dim). A
 variant is STRATEGY[:KEY=VALUE,...] with Forced's keys (lanes, ctas, parts, early,
 ahead, stack); every case runs every variant; --without-edges adds the planner's plan
-with rows that start unaligned read narrow (no Geometry.edges: ops/rows.py's EDGES).
+with rows that start unaligned read narrow (no Geometry.edges: ops/rows.py's EDGES),
+--precise-exp the planner's plan with softmax's e^x by libdevice's expf for every dtype
+(ops/rows.py's SOFTMAX_EXP), as in
+
+    python3 bench/rows_ab.py softmax:f32:257 log_softmax:f32:257 softmax:bf16:4096 \
+        softmax:f32:32001 --precise-exp
+
 Whether a CTA should hold a stack of short rows of odd length (Geometry.stack), for one:
 
     python3 bench/rows_ab.py softmax:bf16:1025 log_softmax:bf16:1025 sum:bf16:1025 \\
@@ -114,11 +120,11 @@ def _calls(op: str, dtype: str, m: int, n: int) -> Calls:
 
 
 def time_case(timer: Any, case: tuple[str, str, int],
-              variants: Sequence[tuple[str, dict[str, int]]], without_edges: bool = False
-              ) -> str:
+              variants: Sequence[tuple[str, dict[str, int]]], without_edges: bool = False,
+              precise_exp: bool = False) -> str:
     """One case's line: TB/s of torch eager, torch.compile, the planner's plan, each
-    variant (and the planner's without edges: `without_edges`); each variant's result
-    first checked against torch's."""
+    variant (and the planner's without edges: `without_edges`; with expf: `precise_exp`);
+    each variant's result first checked against torch's."""
     import torch
 
     from tile_mlir.ops import rows
@@ -136,7 +142,9 @@ def time_case(timer: Any, case: tuple[str, str, int],
     named: list[tuple[str, AbstractContextManager[Any]]] = [
         ("planned", nullcontext()),
         *((f"{s}:{o}", rows.forced(s, **o)) for s, o in variants),
-        *([("no edges", _without_edges())] if without_edges else [])]
+        *([("no edges", _without_edges())] if without_edges else []),
+        *([("expf", _setting("SOFTMAX_EXP", dict.fromkeys(rows.SOFTMAX_EXP, "exp")))]
+          if precise_exp else [])]
     for name, planning in named:
         got, calls[name] = harness.variant(planning, made.ours_checked, made.ours)
         harness.assert_close(got, want, rtol=rtol * loose, atol=atol * loose)
@@ -147,18 +155,23 @@ def time_case(timer: Any, case: tuple[str, str, int],
         f"{k} {bytes_ / t.median_s / 1e12:.3f}" for k, t in times.items()) + " TB/s"
 
 
-@contextmanager
-def _without_edges() -> Iterator[None]:
+def _without_edges() -> AbstractContextManager[None]:
     """The planner's plans with rows that start unaligned read narrow (no family takes
     edges: ops/rows.py's EDGES)."""
+    return _setting("EDGES", ())
+
+
+@contextmanager
+def _setting(name: str, value: Any) -> Iterator[None]:
+    """ops/rows.py's constant `name` set to `value` for a variant's plans."""
     from tile_mlir.ops import rows
 
-    edges = rows.EDGES
-    rows.EDGES = ()
+    before = getattr(rows, name)
+    setattr(rows, name, value)
     try:
         yield
     finally:
-        rows.EDGES = edges
+        setattr(rows, name, before)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -169,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         metavar="STRATEGY[:KEY=VALUE,...]")
     parser.add_argument("--without-edges", action="store_true",
                         help="the planner's plan with no row read with edges, beside")
+    parser.add_argument("--precise-exp", action="store_true",
+                        help="the planner's plan with softmax's e^x by expf, beside")
     parser.add_argument("--reps", type=int, default=150)
     args = parser.parse_args(argv)
     import torch
@@ -178,7 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     timer = DeviceTimer(args.reps)
     print(f"device: {torch.cuda.get_device_name()}; {args.reps} repetitions")
     for case in args.cases:
-        print(time_case(timer, case, args.variant, args.without_edges), flush=True)
+        print(time_case(timer, case, args.variant, args.without_edges, args.precise_exp),
+              flush=True)
     return 0
 
 

@@ -56,8 +56,14 @@ def _arrays(op: str, m: int, n: int, dtype: str) -> dict[str, Any]:
 def _program(op: str, g: Geometry, m: int, n: int, dtype: str) -> LangProgram:
     family = "softmax" if op == "log_softmax" else op
     one = programs.KERNELS[family][0]
-    flags = {"LOG": True} if op == "log_softmax" else {}
-    return programs.specialize(one, _arrays(op, m, n, dtype), {"G": g.constexpr(), **flags})
+    return programs.specialize(one, _arrays(op, m, n, dtype), {"G": g.constexpr(), **_flags(op, dtype)})
+
+
+def _flags(op: str, dtype: str) -> dict[str, Any]:
+    """The constexprs besides G the library gives the op's kernels (ops/rows.py)."""
+    if op in ("softmax", "log_softmax"):
+        return {"LOG": op == "log_softmax", "EXP": rows.SOFTMAX_EXP[dtype]}
+    return {}
 
 
 def _ptxas(ptx: str) -> str:
@@ -115,6 +121,11 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     loads = "ld.global.v4.b32" if op == "fused_add_rms_norm" else "ld.global.nc.v4.b32"
     assert loads in ptx, "the row is not read in 16-byte loads"
     assert "st.global.v4.b32" in ptx, "the row is not written in 16-byte stores"
+    if op in ("softmax", "log_softmax"):  # e^(x - max): SOFTMAX_EXP
+        fast = rows.SOFTMAX_EXP[dtype] == "exp_fast"  # by the MUFU, or libdevice's expf
+        mufu = ptx.count("ex2.approx.f32")
+        assert mufu >= g.row_parts(n) * g.vec if fast else mufu == 0
+        assert ("ex2.approx.ftz.f32" in ptx) == (not fast)
     # a cluster's rows (of ops of one input) prefetch the row `ahead` rows on, each thread
     # its vectors of it (8 of 16 bytes a thread of 2^18 bf16 elements): 16-bit rows of up
     # to AHEAD_ROW_MAX bytes, and the F32_AHEAD families' f32 rows of LONG_ROW to
@@ -230,9 +241,10 @@ def test_both_passes_of_split_compile_to_fast_ptx(op: str) -> None:
     arrays["stats"] = ArrayDesc("f32", (m, rows.STATS[family], g.chunks), None, 1 << 37)
     if family == "fused_add_rms_norm":
         arrays["x"], arrays["y"] = arrays["r"], arrays["x"]  # pass 2 reads the residual
-    flags = {"LOG": True} if op == "log_softmax" else {}
+    flags = _flags(op, dtype)
     for function in (first, second):
-        program = programs.specialize(function, arrays, {"G": g.constexpr(), **flags})
+        given = flags if function is second else {k: v for k, v in flags.items() if k == "EXP"}
+        program = programs.specialize(function, arrays, {"G": g.constexpr(), **given})
         ptx, _ = _compiled(program)
         assert "st.global" in ptx
         assert ".reqnctapercluster" not in ptx and "barrier.cluster" not in ptx

@@ -306,6 +306,8 @@ _ROWS = (
     # ops wrote them (layer norm's (x - mean)^2 back to 0 past the row)
     EwOp("tail_fill", 4, b.tail_fill, r.tail_fill, FI, "same", keep=(2, 3),
          scalar_only=(1, 2, 3), exact=True, indexed=True),
+    # exp_fast(x): e^x by the special function unit (ex2.approx; f32 only): softmax's
+    EwOp("exp_fast", 1, b.exp_fast, r.exp, ("f32",), "same"),
     EwOp("fma", 3, b.fma, r.fma),
     EwOp("zero", 0, b.zero, r.zero),
     EwOp("fill", 1, b.identity, r.identity, scalar_only=(0,)),

@@ -436,6 +436,13 @@ def _exp_mufu(x: Value, ty: Type) -> Value:
     return _lanewise(EX2_APPROX, arith.mulf(x, const(ty, math.log2(math.e))))
 
 
+def exp_fast(args: list[Value], ty: Type) -> Value:
+    """e^x by ex2.approx, as Triton's exp on f32 (softmax's on 16-bit rows: ops/rows.py's
+    SOFTMAX_EXP): within 2 ulp plus |x| / 2 ulp (x * log2(e) rounds to f32 first), 0
+    below about -103, inf above 88.7, NaN for NaN."""
+    return _exp_mufu(args[0], ty)
+
+
 def _expm1_mufu(x: Value, ty: Type) -> Value:
     """expm1(x) within 2^-16 (relative) for x <= 0: e^x - 1 with ex2.approx, its Taylor
     series to x^6 / 720 where |x| < EXPM1_SERIES (its relative error, about x^6 / 5040,

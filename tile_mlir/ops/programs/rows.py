@@ -434,8 +434,10 @@ class Rows:
 
 
 def softmax_apply(rows: Rows, raw: list[tl.Tensor], m: tl.Tensor, s: tl.Tensor,
-                  y: tl.Tensor, *, log: bool, exps: list[tl.Tensor] | None = None) -> None:
-    """y = exp(x - m) / s, or (x - m) - log(s) (torch's order of operations)."""
+                  y: tl.Tensor, *, log: bool, exp: str,
+                  exps: list[tl.Tensor] | None = None) -> None:
+    """y = exp(x - m) / s, or (x - m) - log(s) (torch's order of operations); `exp` the
+    elementwise op that takes e^x (ops/rows.py's SOFTMAX_EXP)."""
     scope = rows.scope
     if log:
         scope.log(s, s)
@@ -449,7 +451,7 @@ def softmax_apply(rows: Rows, raw: list[tl.Tensor], m: tl.Tensor, s: tl.Tensor,
             continue
         if exps is None:
             scope.sub(t, x, m)
-            scope.exp(t, t)
+            scope.elementwise(exp, t, t)
         scope.mul(out, t, s)
 
 
@@ -465,17 +467,17 @@ def loaded(each: Sequence[Rows], x: tl.Tensor, padding: float) -> list[list[tl.T
     return [rows.load(x, padding) for rows in each]
 
 
-def softmax_rows_body(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, y: tl.Tensor,
-                      log: bool) -> None:
+def softmax_rows_body(rows: Rows, raw: list[tl.Tensor], x: tl.Tensor, y: tl.Tensor, *,
+                      log: bool, exp: str) -> None:
     m = rows.reduce("max", raw)
     # softmax keeps exp(x - m) (in place for f32); log_softmax only sums it
     keep = not log
     exps = [t if keep and x.dtype == "f32" else rows.tile() for t in raw]
     for x_k, e in zip(raw, exps, strict=True):
         rows.scope.sub(e, x_k, m)
-        rows.scope.exp(e, e)
+        rows.scope.elementwise(exp, e, e)
     s = rows.reduce("sum", exps)
-    softmax_apply(rows, raw, m, s, y, log=log, exps=exps if keep else None)
+    softmax_apply(rows, raw, m, s, y, log=log, exp=exp, exps=exps if keep else None)
 
 
 Parts = list[tl.Tensor | None]
@@ -703,13 +705,13 @@ def put(rows: Rows, stats: tl.Tensor, values: Sequence[tl.Tensor]) -> None:
         rows.scope.copy(stats[tl.ds(rows.row, 1), i, tl.ds(rows.chunk, 1)], value)
 
 
-def softmax_totals(p: Partials) -> tuple[tl.Tensor, tl.Tensor]:
+def softmax_totals(p: Partials, exp: str) -> tuple[tl.Tensor, tl.Tensor]:
     """The row's max M and sum of exp(x - M), from the chunks' (m, s)."""
     ms, ss = p.load(0, NEG_INF), p.load(1, 0.0)
     top = p.total("max", ms)
     for m, s in zip(ms, ss, strict=True):
         p.rows.scope.sub(m, m, top)
-        p.rows.scope.exp(m, m)
+        p.rows.scope.elementwise(exp, m, m)
         p.rows.scope.mul(m, m, s)
     return top, p.total("sum", ms)
 
@@ -750,10 +752,11 @@ Stats = Annotated[tl.Tensor, "f32", ("M", "S", "CH")]
 
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
-def softmax_rows(x: Row, y: Row, *, G: tl.constexpr, LOG: tl.constexpr = False) -> None:
+def softmax_rows(x: Row, y: Row, *, G: tl.constexpr, LOG: tl.constexpr = False,
+                 EXP: tl.constexpr = "exp") -> None:
     each = stacked(Geometry.of(G), x)
     for rows, raw in zip(each, loaded(each, x, NEG_INF), strict=True):
-        softmax_rows_body(rows, raw, x, y, LOG)
+        softmax_rows_body(rows, raw, x, y, log=LOG, exp=EXP)
 
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
@@ -796,7 +799,8 @@ def add_rms_norm_rows(x: Row, r: Row, w: Vector, eps: tl.f32, *, G: tl.constexpr
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
            static=("N", "S", "CH"))
-def softmax_stats(x: Row, stats: Stats, *, G: tl.constexpr) -> None:
+def softmax_stats(x: Row, stats: Stats, *, G: tl.constexpr, EXP: tl.constexpr = "exp"
+                  ) -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
     raw = rows.load(x, NEG_INF)
     m = rows.reduce("max", raw)
@@ -804,17 +808,17 @@ def softmax_stats(x: Row, stats: Stats, *, G: tl.constexpr) -> None:
     exps = [rows.tile() for _ in raw]
     for x_k, e in zip(raw, exps, strict=True):
         rows.scope.sub(e, x_k, m)
-        rows.scope.exp(e, e)
+        rows.scope.elementwise(EXP, e, e)
     put(rows, stats, [m, rows.reduce("sum", exps)])
 
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
            static=("N", "S", "CH"))
 def softmax_split(x: Row, stats: Stats, y: Row, *, G: tl.constexpr,
-                  LOG: tl.constexpr = False) -> None:
+                  LOG: tl.constexpr = False, EXP: tl.constexpr = "exp") -> None:
     rows = Rows(Geometry.of(G), x.shape[1])
-    m, s = softmax_totals(Partials(rows, stats))
-    softmax_apply(rows, rows.load(x, NEG_INF), m, s, y, log=LOG)
+    m, s = softmax_totals(Partials(rows, stats), EXP)
+    softmax_apply(rows, rows.load(x, NEG_INF), m, s, y, log=LOG, exp=EXP)
 
 
 @tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy,
