@@ -14,8 +14,15 @@ with rows that start unaligned read narrow (no Geometry.edges: ops/rows.py's EDG
 --precise-exp the planner's plan with softmax's e^x by libdevice's expf for every dtype
 (ops/rows.py's SOFTMAX_EXP), as in
 
-    python3 bench/rows_ab.py softmax:f32:257 log_softmax:f32:257 softmax:bf16:4096 \
+    python3 bench/rows_ab.py softmax:f32:257 log_softmax:f32:257 softmax:bf16:4096 \\
         softmax:f32:32001 --precise-exp
+
+and --setting NAME=VALUE the planner's plan with ops/rows.py's constant NAME set to the
+Python literal VALUE (the norms' weights read without their copies, for one; --mib the
+input's size, 128 by default):
+
+    python3 bench/rows_ab.py layer_norm:bf16:4097 rms_norm:bf16:32001 \\
+        --setting COPY_BYTES=1099511627776
 
 Whether a CTA should hold a stack of short rows of odd length (Geometry.stack), for one:
 
@@ -58,6 +65,23 @@ def parse_case(text: str) -> tuple[str, str, int]:
             f"case {text!r}: OP:DTYPE:N with OP one of {', '.join((*fused.OPS, *REDUCTIONS))}, "
             f"DTYPE one of {', '.join(fused.DTYPES)}, N a row length")
     return parts[0], parts[1], int(parts[2])
+
+
+def parse_setting(text: str) -> tuple[str, Any]:
+    """NAME=VALUE: one of ops/rows.py's constants and a Python literal, checked."""
+    import ast
+
+    from tile_mlir.ops import rows
+
+    name, _, value = text.partition("=")
+    if not name.isupper() or not hasattr(rows, name):
+        raise argparse.ArgumentTypeError(f"setting {text!r}: NAME is one of ops/rows.py's "
+                                         "constants (COPY_BYTES, EDGES, ...)")
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        raise argparse.ArgumentTypeError(f"setting {text!r}: VALUE is a Python literal") \
+            from None
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, int]]:
@@ -120,18 +144,20 @@ def _calls(op: str, dtype: str, m: int, n: int) -> Calls:
 
 
 def time_case(timer: Any, case: tuple[str, str, int],
-              variants: Sequence[tuple[str, dict[str, int]]], without_edges: bool = False,
-              precise_exp: bool = False) -> str:
+              variants: Sequence[tuple[str, dict[str, int]]], *, without_edges: bool = False,
+              precise_exp: bool = False, settings: Sequence[tuple[str, Any]] = (),
+              total: int = 0) -> str:
     """One case's line: TB/s of torch eager, torch.compile, the planner's plan, each
-    variant (and the planner's without edges: `without_edges`; with expf: `precise_exp`);
-    each variant's result first checked against torch's."""
+    variant (and the planner's without edges: `without_edges`; with expf: `precise_exp`;
+    under each of `settings`); each variant's result first checked against torch's.
+    `total`: the input's bytes (bench/fused.py's by default)."""
     import torch
 
     from tile_mlir.ops import rows
 
     op, dtype, n = case
     size = harness.ITEMSIZE[dtype]
-    m = max(1, fused.TOTAL_BYTES // (n * size))
+    m = max(1, (total or fused.TOTAL_BYTES) // (n * size))
     made = _calls(op, dtype, m, n)
     torch._dynamo.reset()  # past its recompile limit dynamo would quietly run eagerly
     compiled = torch.compile(made.eager, dynamic=False)
@@ -144,7 +170,8 @@ def time_case(timer: Any, case: tuple[str, str, int],
         *((f"{s}:{o}", rows.forced(s, **o)) for s, o in variants),
         *([("no edges", _without_edges())] if without_edges else []),
         *([("expf", _setting("SOFTMAX_EXP", dict.fromkeys(rows.SOFTMAX_EXP, "exp")))]
-          if precise_exp else [])]
+          if precise_exp else []),
+        *((f"{name}={value!r}", _setting(name, value)) for name, value in settings)]
     for name, planning in named:
         got, calls[name] = harness.variant(planning, made.ours_checked, made.ours)
         harness.assert_close(got, want, rtol=rtol * loose, atol=atol * loose)
@@ -184,6 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the planner's plan with no row read with edges, beside")
     parser.add_argument("--precise-exp", action="store_true",
                         help="the planner's plan with softmax's e^x by expf, beside")
+    parser.add_argument("--setting", action="append", type=parse_setting, default=[],
+                        metavar="NAME=VALUE", help="the planner's plan with ops/rows.py's "
+                        "NAME set to VALUE, beside")
+    parser.add_argument("--mib", type=int, default=fused.TOTAL_BYTES >> 20,
+                        help="the input's size in MiB")
     parser.add_argument("--reps", type=int, default=150)
     args = parser.parse_args(argv)
     import torch
@@ -193,8 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     timer = DeviceTimer(args.reps)
     print(f"device: {torch.cuda.get_device_name()}; {args.reps} repetitions")
     for case in args.cases:
-        print(time_case(timer, case, args.variant, args.without_edges, args.precise_exp),
-              flush=True)
+        print(time_case(timer, case, args.variant, without_edges=args.without_edges,
+                        precise_exp=args.precise_exp, settings=args.setting,
+                        total=args.mib << 20), flush=True)
     return 0
 
 

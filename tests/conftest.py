@@ -44,3 +44,18 @@ def rng(request: pytest.FixtureRequest) -> np.random.Generator:
     request.node.user_properties.append(("seed", seed))
     print(f"seed {seed}")
     return np.random.default_rng(seed)
+
+
+@pytest.fixture(params=[False, True], ids=["narrow-weights", "weight-copies"])
+def copies(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[bool]:
+    """The row norms' weights read as each row is split (aligned_as), or from their copies
+    at every alignment (ops/rows.py's COPY_BYTES and COPY_LENGTH down to 0), the plans
+    made afresh."""
+    from tile_mlir.ops import entry, rows
+
+    monkeypatch.setattr(rows, "COPY_BYTES", 0 if request.param else 1 << 62)
+    if request.param:
+        monkeypatch.setattr(rows, "COPY_LENGTH", dict.fromkeys(rows.COPY_LENGTH, 0))
+    entry.clear()
+    yield request.param
+    entry.clear()

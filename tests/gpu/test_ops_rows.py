@@ -255,10 +255,10 @@ def test_rows_that_start_unaligned_keep_16_byte_accesses(dtype: str, n: int) -> 
 
 @pytest.mark.parametrize("n", EDGE_LENGTHS)
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
-def test_norms_over_rows_that_start_unaligned(dtype: str, n: int) -> None:
+def test_norms_over_rows_that_start_unaligned(dtype: str, n: int, copies: bool) -> None:
     """The norms over rows of odd length (edges, the weight and bias split as each row
-    is): against float64 and torch; then rows at an odd offset with the weight at an
-    offset of its own."""
+    is, or read from their copies: `copies`): against float64 and torch; then rows at an
+    odd offset with the weight at an offset of its own."""
     torch = _torch()
     t = getattr(torch, DTYPES[dtype])
     m = max(9, min(64, (1 << 22) // n))
@@ -266,6 +266,7 @@ def test_norms_over_rows_that_start_unaligned(dtype: str, n: int) -> None:
     plan = rows.plan_for(m, n, 1, 0, itemsize=16 // width,
                          wide=rows.edge_width("rms_norm", 16 // width))
     assert plan.geometry.edges, plan.reason
+    assert ("copies" in rows.explain("layer_norm", (m, n), dtype)) == copies
     for op in ("rms_norm", "fused_add_rms_norm", "layer_norm"):
         print(run_op(op, dtype, (m, n)))
     base = torch.randn(m, n + 16, device="cuda", dtype=t)

@@ -272,6 +272,62 @@ def test_aligned_as_splits_a_weight_like_each_row(n: int, stride: int, offset: i
         assert "ld.global.nc.v4.b32" in ptx and "st.global.v4.b32" in ptx
 
 
+@tl.kernel(threads=64, static=("N", "K"))
+def scale_aligned_copy(x: Rows, w: Annotated[tl.Tensor, "f32", ("K",)], y: Rows,
+                       V: tl.constexpr = 4, P: tl.constexpr = 0) -> None:
+    """scale_aligned_as with w's V copies (copy c at c * (P + 1)): each row's weight from
+    the copy whose body starts aligned where the row's does (aligned_copy_as)."""
+    row = tl.block_id()
+    xs, ys = x[row].aligned(V), y[row].aligned(V)
+    ws = w.aligned_copy_as(V, x[row], P)
+    layout = f"S[(64, {V}):(1@tid, 1)]"
+    for k in range(-(-(x.shape[1] // V) // 64)):
+        t = tl.alloc_reg((64, V), tl.f32, layout)
+        tl.cta.copy(t, xs[1][k * 64:(k + 1) * 64], padding=0.0)
+        tl.cta.mul(t, t, ws[1][k * 64:(k + 1) * 64])
+        tl.cta.copy(ys[1][k * 64:(k + 1) * 64], t)
+    for piece in (0, 2):
+        e = tl.alloc_reg((64, V), tl.f32, layout)
+        tl.cta.copy(e, xs[piece], padding=0.0)
+        tl.cta.mul(e, e, ws[piece])
+        tl.cta.copy(ys[piece], e)
+
+
+@pytest.mark.parametrize(("n", "stride", "offset"), [
+    (1001, 1003, 3), (1001, 1001, 0), (7, 9, 1), (3, 3, 5), (300, 301, 0), (17, 17, 2),
+    (2, 2, 1)], ids=str)
+def test_aligned_copy_as_reads_each_row_s_weight_from_its_aligned_copy(
+        n: int, stride: int, offset: int, rng: np.random.Generator) -> None:
+    """A weight held as 4 copies, one per alignment (period P: n + 3 rounded up to 4):
+    every element of each row meets its own weight's (a wrong copy or offset shifts
+    them), nothing around the rows is written, and the weight's vectors are 16-byte
+    loads as the rows' are (aligned_as reads them 4 bytes at a time)."""
+    device = Device()
+    m, vec = 5, 4
+    period = -(-(n + vec - 1) // vec) * vec
+    size = offset + stride * m + 8
+    values = rng.standard_normal(size).astype(np.float32)
+    weights = rng.standard_normal(n).astype(np.float32)
+    held = np.full(vec * period, np.nan, np.float32)  # a wrong element reads a NaN
+    for c in range(vec):
+        held[c * (period + 1):c * (period + 1) + n] = weights
+    x = device.array(values).view((m, n), (stride, 1), offset)
+    w = device.array(held)
+    out = device.array(np.full(size, 7.0, np.float32))
+    y = out.view((m, n), (stride, 1), offset)
+    launch(device, scale_aligned_copy, m, x, w, y, P=period)
+    want = np.full(size, 7.0, np.float32)
+    for r in range(m):
+        start = offset + r * stride
+        want[start:start + n] = values[start:start + n] * weights
+    np.testing.assert_array_equal(out.numpy(), want)
+    ptx = scale_aligned_copy.compile(scale_aligned_copy.signature(desc(x), desc(w), desc(y),
+                                                                  P=period)).ptx["kernels"]
+    parts = -(-(n // vec) // 64)  # each a vector of x and one of w a thread
+    assert ptx.count("ld.global.nc.v4.b32") == 2 * parts
+    assert ptx.count("st.global.v4.b32") == parts
+
+
 @pytest.mark.parametrize(("n", "stride", "offset"), [
     (1001, 1001, 0), (1001, 1003, 3), (7, 9, 1), (3, 3, 5), (2, 2, 1), (1, 1, 3),
     (2048, 2048, 0), (17, 17, 0), (8, 11, 2), (300, 301, 0)], ids=str)

@@ -142,6 +142,26 @@ def test_explain_says_what_and_why() -> None:
         rows.explain("softmax", (-3, 4), "f32")
 
 
+def test_the_norms_weights_come_from_copies_where_they_pay() -> None:
+    """Rows with edges of COPY_LENGTH elements or more (layer norm's from 1024, a single
+    weight's from 16384) and COPY_BYTES in all read their weights from copies; shorter
+    rows, fewer bytes, aligned rows, softmax (no weight) and split rows do not."""
+    said = "copies, one per alignment"
+    for op, shape, dtype, copies in (
+            ("layer_norm", (16380, 4097), "bf16", True), ("layer_norm", (65472, 1025), "bf16", True),
+            ("layer_norm", (8190, 4097), "f32", True), ("rms_norm", (2097, 32001), "bf16", True),
+            ("fused_add_rms_norm", (1048, 32001), "f32", True),
+            ("layer_norm", (1023, 4097), "bf16", False),  # 8 MiB
+            ("rms_norm", (16380, 4097), "bf16", False), ("rms_norm", (130561, 257), "f32", False),
+            ("layer_norm", (16384, 4096), "bf16", False),  # aligned: no edges
+            ("softmax", (16380, 4097), "bf16", False),
+            ("layer_norm", (64, 1 << 20), "bf16", False)):  # split: no edges
+        text = rows.explain(op, shape, dtype)
+        assert (said in text) == copies, text
+    assert "rows of 1024 or more, 64 MiB or more" in rows.explain("layer_norm", (16380, 4097),
+                                                                  "bf16")
+
+
 def test_vector_width_follows_the_row_the_strides_and_offsets() -> None:
     assert rows.vector_width(4096, "bf16", []) == 8
     assert rows.vector_width(4096, "f32", [4100]) == 4
@@ -567,12 +587,13 @@ def test_rows_with_edges_on_the_pretend_device(device: Device, rng: np.random.Ge
 @pytest.mark.parametrize("stack", [1, 3])
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_norms_with_edges_on_the_pretend_device(device: Device, rng: np.random.Generator,
-                                                dtype: str, stack: int) -> None:
+                                                dtype: str, stack: int, copies: bool) -> None:
     """The norms over rows that start unaligned (a CTA a row of 64 threads, forced; or a
     stack of 3 rows a CTA, whose last CTA's rows past M repeat the last row: the fused
     add's residual must still be x + r, added once):
     contiguous rows of odd length, rows at an odd offset, the weight (and bias) at an
-    offset of its own (split as each row is: tl's aligned_as), shorter rows than a vector;
+    offset of its own (split as each row is: tl's aligned_as; or read from its copies at
+    every alignment, rows.COPY_BYTES, tl's aligned_copy_as), shorter rows than a vector;
     the fused add's residual checked too; layer norm's centered squares over the row's
     elements only (a mean to take away). Against float64."""
     size = DTYPES[dtype].bytes
@@ -588,6 +609,7 @@ def test_norms_with_edges_on_the_pretend_device(device: Device, rng: np.random.G
         plan = rows.plan_for(6, 601, rows.vector_of(601, [x.ref()]), 0, itemsize=size,
                              wide=rows.edge_width("rms_norm", size, [x.ref()]))
         assert plan.geometry.edges, plan.reason
+        assert rows.copies_serve("rms_norm", plan.geometry, 6, 601, size) == copies
         got = ops.rms_norm(x, (601,), w, 1e-5).numpy()
         want = ref.rms_norm(wide[:, 3:604], 1, weights[5:606], 1e-5)
         ref.check(got, want, ref.norm_bound(want, 601, dtype), "rms_norm at offsets")

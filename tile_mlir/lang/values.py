@@ -144,6 +144,16 @@ class Tensor(metaclass=_TensorMeta):
         result: tuple[Tensor, Tensor, Tensor] = _views().aligned_as(self, vec, like)
         return result
 
+    def aligned_copy_as(self, vec: int, like: Tensor, period: int
+                        ) -> tuple[Tensor, Tensor, Tensor]:
+        """Split as `like.aligned(vec)` splits `like`, from the one of the `vec` copies of
+        a vector this view holds (copy c at c * (period + 1)) whose body starts aligned
+        where like's does (views.aligned_copy_as): a weight beside rows of odd length read
+        in whole vectors."""
+        result: tuple[Tensor, Tensor, Tensor] = _views().aligned_copy_as(self, vec, like,
+                                                                         period)
+        return result
+
     def broadcast_to(self, shape: tuple[IndexLike, ...]) -> Tensor:
         """A view of `shape` that repeats this one along new leading dims and its size-1
         dims (stride 0: nothing is copied)."""

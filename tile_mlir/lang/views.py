@@ -441,6 +441,38 @@ def aligned_as(t: Tensor, vec: int, like: Tensor) -> tuple[Tensor, Tensor, Tenso
             _recast(t, f"tail:{vec}", base + tail_start, [tail, 1], [1, 1]))
 
 
+def aligned_copy_as(t: Tensor, vec: int, like: Tensor, period: int) -> tuple[Tensor, Tensor,
+                                                                          Tensor]:
+    """(head, body, tail) of the sizes `like.aligned(vec)` gives `like`, taken from one of
+    `vec` copies of a vector as long as `like` that t holds (1-d, contiguous): copy c at
+    element c * (period + 1) of t, `period` a multiple of vec. The copy taken is the one
+    whose element c sits where like's start does within a vector (c = like's offset mod
+    vec), so that the body's vectors start aligned in it wherever `like` starts: at c *
+    period + (ceil(offset / vec) - offset // vec) * vec, a multiple of vec the alignment
+    analysis sees (where `like` is shorter than its head the body is empty)."""
+    if t.rank != 1 or like.rank != 1:
+        raise errors.program_error("aligned_copy_as() takes 1-d views")
+    if isinstance(period, bool) or not isinstance(period, int) or period < 1 or \
+            period % vec:
+        raise errors.program_error(f"aligned_copy_as(): period is a positive multiple of vec "
+                                   f"({vec}), got {period!r}")
+    offset = _contiguous_offset(like, vec, "aligned_copy_as()")
+    base = _contiguous_offset(t, vec, "aligned_copy_as()")
+    length = like.sizes[0]
+    end = offset + length
+    q = builder.index_op("ceildiv", offset, vec, False)
+    count = builder.index_op("max", end // vec - q, 0, False)
+    head = builder.index_op("min", q * vec, end, False) - offset
+    tail_start = head + count * vec
+    tail = builder.index_op("max", length - tail_start, 0, False)
+    klass = offset % vec
+    copy = base + klass * (period + 1)  # the copy's element 0
+    body = base + klass * period + (q - offset // vec) * vec  # copy + head, where whole
+    return (_recast(t, f"head:{vec}", copy, [head, 1], [1, 1]),
+            _recast(t, f"body:{vec}", body, [count, vec], [vec, 1]),
+            _recast(t, f"tail:{vec}", copy + tail_start, [tail, 1], [1, 1]))
+
+
 def _contiguous_offset(t: Tensor, vec: int, what: str) -> Index:
     """The element offset of a contiguous 1-d global view (`what` names the caller in its
     errors)."""

@@ -714,6 +714,11 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
         reason += (f"; each row is read {g.vec} element{'s' if g.vec > 1 else ''} at a time "
                    f"({g.vec * itemsize}-byte accesses: rows of {n} do not all start "
                    "16-byte aligned, and this plan reads them without edges)")
+    if copies_serve(family, g, m, n, itemsize):
+        reason += (f"; the weight{' and bias' if family == 'layer_norm' else ''} read from "
+                   f"{g.vec} copies, one per alignment a row starts at (rows of "
+                   f"{COPY_LENGTH[family]} or more, {COPY_BYTES >> 20} MiB or more: their "
+                   "vectors 16-byte loads too)")
     return f"{op} {dtype} {m}x{n}: {g.strategy}: {reason}"
 
 
@@ -870,6 +875,64 @@ TB/s, expf -> exp_fast; torch.compile beside): softmax bf16 rows of 257 2.81 -> 
 inputs: e^-50's product error alone 25 ulp)."""
 
 
+WEIGHTS = {"rms_norm": {"w": "HAS_W"}, "layer_norm": {"w": "HAS_W", "b": "HAS_B"},
+           "fused_add_rms_norm": {"w": ""}}
+"""The families' [N] vectors (weight, bias) and the flag that says a call has each ("":
+always)."""
+
+COPY_BYTES = 64 << 20
+"""Rows with edges (a length no multiple of the vector, or odd strides) of at least this
+many bytes in all, and at least COPY_LENGTH elements each, read the norms' weight and
+bias from V copies of each, one per alignment a row can start at (`weight_copies`), so
+that every row's weight vectors are 16-byte loads; else from the vector itself, whose
+body is then read an element at a time on most rows (the PTX of layer norm bf16 over
+rows of 8191: 136 ld.global.nc.b16 and 9 v4 loads). Each copy costs a kernel of its own
+(V * N elements written; about 1.7 us a call on an H200). Measured there (bench/rows_ab.py
+--setting, TB/s, without the copies -> with; torch.compile beside): at 128 MiB layer
+norm bf16 rows of 1025 2.50 -> 3.37 (0.88), 4097 2.78 -> 3.22, 8191 2.75 -> 2.99, 32001
+1.97 -> 2.85 (1.22), 50257 1.98 -> 2.85, f32 32001 2.78 -> 3.08, 4097 3.74 -> 3.76;
+RMSNorm bf16 32001 3.35 -> 3.66, the fused add bf16 32001 3.03 -> 3.34; but RMSNorm bf16
+1025 4.06 -> 4.03, 4097 3.98 -> 3.97, 257 3.38 -> 3.03 (f32 4.04 -> 3.93), the fused add
+4097 4.03 -> 4.01, layer norm 257 2.23 -> 2.32; at 8 MiB every case lost (layer norm bf16
+4097 1.40 -> 1.08, RMSNorm 1025 1.83 -> 1.53), at 2 MiB more."""
+
+COPY_LENGTH = {"layer_norm": 1024, "rms_norm": 16384, "fused_add_rms_norm": 16384}
+"""The shortest rows whose weights the copies serve, by family (COPY_BYTES' figures: the
+layer norm's two vectors, read beside centered squares, gain from rows of 1025; a single
+weight from rows of 32001, not 4097)."""
+
+
+def copies_serve(family: str, g: Geometry, m: int, n: int, itemsize: int) -> bool:
+    """Whether the family's weight and bias are read from copies (weight_copies)."""
+    return family in COPY_LENGTH and g.strategy in EDGE_STRATEGIES and g.edges and \
+        n >= COPY_LENGTH[family] and m * n * itemsize >= COPY_BYTES
+
+
+def weight_copies(b: Builder, call: RowCall, g: Geometry) -> None:
+    """The call's weight and bias replaced by V copies of each (COPY_BYTES), copy c at
+    element c * (P + 1) of a [V * P] buffer (P: N + V - 1 rounded up to V): the kernels
+    read the copy whose body starts aligned where their row's does (Rows.vector_views);
+    a stand-in for a vector the call does not have becomes one of the copies (the kernels
+    bind one length to both). COPIES = P goes to the kernel."""
+    given = WEIGHTS.get(call.family, {})
+    present = [k for k, flag in given.items() if not flag or call.flags.get(flag)]
+    itemsize = call.arrays["x"].itemsize
+    if not present or not copies_serve(call.family, g, call.m, call.n, itemsize):
+        return
+    vec, n = g.vec, call.n
+    period = -(-(n + vec - 1) // vec) * vec
+    made: dict[str, Array] = {}
+    for key in present:
+        a = call.arrays[key]
+        copies = b.temporary((vec * period,), a.dtype)
+        apply(b, "cast", [In(a.view((vec, n), (0, 1)))],
+              copies.view((vec, n), (period + 1, 1)), result=a.dtype, what=call.family)
+        made[key] = copies
+    for key in given:
+        call.arrays[key] = made.get(key, made[present[0]])
+    call.flags["COPIES"] = period
+
+
 STATS = {"softmax": 2, "rms_norm": 1, "layer_norm": 3, "fused_add_rms_norm": 1}
 """Partial statistics per chunk in "split": softmax (max, sum of exp), RMSNorm (sum of
 squares), layer norm (count, mean, M2)."""
@@ -926,6 +989,7 @@ def run(b: Builder, call: RowCall) -> Plan:
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":
+        weight_copies(b, call, g)
         launch(b, one, g, call.m, call.arrays, scalars=call.scalars, **call.flags)
         return plan
     stats = b.temporary((call.m, STATS[call.family], g.chunks), "f32")

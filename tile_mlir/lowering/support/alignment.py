@@ -73,7 +73,16 @@ def divisor(value: ir.Value, depth: int = 0) -> int:
         return math.gcd(divisor(operands[0], depth + 1), divisor(operands[1], depth + 1))
     if name in ("arith.index_cast", "arith.index_castui", "arith.extui", "arith.extsi"):
         return divisor(operands[0], depth + 1)
-    if name == "arith.shli":
+    return _divisor_of(value, op, depth)
+
+
+def _divisor_of(value: ir.Value, op: ir.Operation, depth: int) -> int:
+    """divisor's shifts and views' offsets."""
+    operands = list(op.operands)
+    if op.name == "memref.extract_strided_metadata" and \
+            ir.OpResult(value).result_number == 1:
+        return offset_divisor(operands[0], depth + 1)  # the view's offset
+    if op.name == "arith.shli":
         shift = defining_op(operands[1])
         if shift is not None and shift.name == "arith.constant":
             amount = ir.IntegerAttr(shift.attributes["value"]).value

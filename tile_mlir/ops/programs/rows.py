@@ -333,27 +333,33 @@ class Rows:
             chunk = whole[self.first:self.first + span]  # the last chunk is short
         return [chunk[k * g.lanes:(k + 1) * g.lanes] for k in range(g.row_parts(self.n))]
 
-    def vector_views(self, w: tl.Tensor) -> list[tl.Tensor]:
+    def vector_views(self, w: tl.Tensor, copies: int = 0) -> list[tl.Tensor]:
         """The part views of an [N] tensor (a weight), broadcast over the rows; with edges,
-        split as the row (the first whose views were made) is, element for element."""
+        split as the row (the first whose views were made) is, element for element: from
+        the one of w's V copies (`copies`: their period P, ops/rows.py's weight_copies)
+        whose body starts aligned where the row's does, or from w itself (0: its body's
+        vectors as aligned as the row's offset lets them be)."""
         g = self.g
         if g.edges:
             assert self._edged is not None, "a weight's parts follow a row's: read it first"
-            head, body, tail = w.aligned_as(g.vec, self._edged)
+            head, body, tail = w.aligned_copy_as(g.vec, self._edged, copies) if copies \
+                else w.aligned_as(g.vec, self._edged)
             return [*self._parts(body), head, tail]
+        assert not copies, "copies of a weight serve rows with edges"
         if not self.multi:
             return self._parts(w.reshape((self.nv, g.vec)))
         whole = w.reshape((1, self.nv, g.vec))  # one row, broadcast over the CTA's rows
         return [whole[:, k * g.lanes:(k + 1) * g.lanes] for k in range(self.parts)]
 
-    def weights(self, w: tl.Tensor | None) -> list[tl.Tensor | None]:
-        """The parts of an [N] vector (a weight or bias) as the apply phase takes them:
-        views of it, but for the geometry's first `early` parts, read into registers
-        now (a tile each, padded past the row); Nones where there is no vector."""
+    def weights(self, w: tl.Tensor | None, copies: int = 0) -> list[tl.Tensor | None]:
+        """The parts of an [N] vector (a weight or bias; or its `copies`, vector_views) as
+        the apply phase takes them: views of it, but for the geometry's first `early`
+        parts, read into registers now (a tile each, padded past the row); Nones where
+        there is no vector."""
         if w is None:
             return [None] * self.parts
         assert not (self.g.early and self.multi), "early parts: a row per CTA or cluster"
-        views = self.vector_views(w)
+        views = self.vector_views(w, copies)
         early = min(self.g.early, self.parts)
         held = [self.tile(w.dtype) for _ in range(early)]
         for tile, view in zip(held, views, strict=False):
@@ -748,6 +754,9 @@ def chunk_count(rows: Rows) -> Any:
 
 Row = Annotated[tl.Tensor, "D", ("M", "N")]
 Vector = Annotated[tl.Tensor, "D", ("N",)]
+Weight = Annotated[tl.Tensor, "D", ("K",)]
+"""A weight or bias of the one-kernel strategies: [N], or (COPIES = P) V copies of it at
+every alignment, [V * P] (Rows.vector_views)."""
 Stats = Annotated[tl.Tensor, "f32", ("M", "S", "CH")]
 
 
@@ -759,21 +768,24 @@ def softmax_rows(x: Row, y: Row, *, G: tl.constexpr, LOG: tl.constexpr = False,
         softmax_rows_body(rows, raw, x, y, log=LOG, exp=EXP)
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
-def rms_norm_rows(x: Row, w: Vector, y: Row, eps: tl.f32, *, G: tl.constexpr,
-                  HAS_W: tl.constexpr = True) -> None:
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N", "K"))
+def rms_norm_rows(x: Row, w: Weight, y: Row, eps: tl.f32, *, G: tl.constexpr,
+                  HAS_W: tl.constexpr = True, COPIES: tl.constexpr = 0) -> None:
     each = stacked(Geometry.of(G), x)
     for rows, raw in zip(each, loaded(each, x, 0.0), strict=True):
-        weights = rows.weights(w if HAS_W else None)  # split as this row is
+        weights = rows.weights(w if HAS_W else None, COPIES)  # split as this row is
         rms_apply(rows, raw, rows.sum_of_squares(raw), eps=eps, w=weights, y=y)
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_layer_occupancy, static=("N",))
-def layer_norm_rows(x: Row, w: Vector, b: Vector, y: Row, eps: tl.f32, *, G: tl.constexpr,
-                    HAS_W: tl.constexpr = True, HAS_B: tl.constexpr = True) -> None:
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_layer_occupancy,
+           static=("N", "K"))
+def layer_norm_rows(x: Row, w: Weight, b: Weight, y: Row, eps: tl.f32, *, G: tl.constexpr,
+                    HAS_W: tl.constexpr = True, HAS_B: tl.constexpr = True,
+                    COPIES: tl.constexpr = 0) -> None:
     each = stacked(Geometry.of(G), x)
     for rows, raw in zip(each, loaded(each, x, 0.0), strict=True):
-        wb = (rows.weights(w if HAS_W else None), rows.weights(b if HAS_B else None))
+        wb = (rows.weights(w if HAS_W else None, COPIES),
+              rows.weights(b if HAS_B else None, COPIES))
         # a cluster's row: one mailbox round (the module's docstring); else the mean,
         # then the centered squares (shorter merges: bench/fused.py's rows of 1024 under
         # a CTA ran 3.08 -> 2.95 TB/s with Welford's) (with edges too: Welford's counts
@@ -784,8 +796,9 @@ def layer_norm_rows(x: Row, w: Vector, b: Vector, y: Row, eps: tl.f32, *, G: tl.
         layer_apply(rows, raw, mean, var, eps=eps, wb=wb, y=y)
 
 
-@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N",))
-def add_rms_norm_rows(x: Row, r: Row, w: Vector, eps: tl.f32, *, G: tl.constexpr) -> None:
+@tl.kernel(threads=_threads, cluster=_cluster, occupancy=_occupancy, static=("N", "K"))
+def add_rms_norm_rows(x: Row, r: Row, w: Weight, eps: tl.f32, *, G: tl.constexpr,
+                      COPIES: tl.constexpr = 0) -> None:
     each = stacked(Geometry.of(G), x)
     # every row's x and r loaded before any row's r is written: a stack's rows past M
     # repeat the last row, each copy of which must read it as it was (one thread loads
@@ -793,7 +806,7 @@ def add_rms_norm_rows(x: Row, r: Row, w: Vector, eps: tl.f32, *, G: tl.constexpr
     pairs = [load_pair(rows, x, r) for rows in each]
     for rows, pair in zip(each, pairs, strict=True):
         total = add_residual(rows, x, r, pair)
-        weights = rows.weights(w)
+        weights = rows.weights(w, COPIES)
         rms_apply(rows, total, rows.sum_of_squares(total), eps=eps, w=weights, y=x)
 
 
