@@ -227,16 +227,22 @@ def scale_aligned_as(x: Rows, w: Annotated[tl.Tensor, "f32", ("N",)], y: Rows,
     """y[row] = x[row] * w, each row split by aligned() and w by aligned_as() like it, so
     that piece k of w lines up with piece k of the row wherever w starts."""
     row = tl.block_id()
-    xs, ys = x[row].aligned(V), y[row].aligned(V)
-    ws = w.aligned_as(V, x[row])
-    layout = f"S[(64, {V}):(1@tid, 1)]"
-    for k in range(-(-(x.shape[1] // V) // 64)):
-        t = tl.alloc_reg((64, V), tl.f32, layout)
+    _scale_pieces(x[row].aligned(V), w.aligned_as(V, x[row]), y[row].aligned(V), V,
+                  x.shape[1])
+
+
+def _scale_pieces(xs: tuple[tl.Tensor, ...], ws: tuple[tl.Tensor, ...],
+                  ys: tuple[tl.Tensor, ...], vec: int, n: int) -> None:
+    """ys = xs * ws, piece by piece ((head, body, tail) each, of rows of n): the body a
+    part of 64 vectors at a time (64 threads, a vector each), then the head and the tail."""
+    layout = f"S[(64, {vec}):(1@tid, 1)]"
+    for k in range(-(-(n // vec) // 64)):
+        t = tl.alloc_reg((64, vec), tl.f32, layout)
         tl.cta.copy(t, xs[1][k * 64:(k + 1) * 64], padding=0.0)
         tl.cta.mul(t, t, ws[1][k * 64:(k + 1) * 64])
         tl.cta.copy(ys[1][k * 64:(k + 1) * 64], t)
     for piece in (0, 2):
-        e = tl.alloc_reg((64, V), tl.f32, layout)
+        e = tl.alloc_reg((64, vec), tl.f32, layout)
         tl.cta.copy(e, xs[piece], padding=0.0)
         tl.cta.mul(e, e, ws[piece])
         tl.cta.copy(ys[piece], e)
@@ -278,19 +284,8 @@ def scale_aligned_copy(x: Rows, w: Annotated[tl.Tensor, "f32", ("K",)], y: Rows,
     """scale_aligned_as with w's V copies (copy c at c * (P + 1)): each row's weight from
     the copy whose body starts aligned where the row's does (aligned_copy_as)."""
     row = tl.block_id()
-    xs, ys = x[row].aligned(V), y[row].aligned(V)
-    ws = w.aligned_copy_as(V, x[row], P)
-    layout = f"S[(64, {V}):(1@tid, 1)]"
-    for k in range(-(-(x.shape[1] // V) // 64)):
-        t = tl.alloc_reg((64, V), tl.f32, layout)
-        tl.cta.copy(t, xs[1][k * 64:(k + 1) * 64], padding=0.0)
-        tl.cta.mul(t, t, ws[1][k * 64:(k + 1) * 64])
-        tl.cta.copy(ys[1][k * 64:(k + 1) * 64], t)
-    for piece in (0, 2):
-        e = tl.alloc_reg((64, V), tl.f32, layout)
-        tl.cta.copy(e, xs[piece], padding=0.0)
-        tl.cta.mul(e, e, ws[piece])
-        tl.cta.copy(ys[piece], e)
+    _scale_pieces(x[row].aligned(V), w.aligned_copy_as(V, x[row], P), y[row].aligned(V), V,
+                  x.shape[1])
 
 
 @pytest.mark.parametrize(("n", "stride", "offset"), [
