@@ -85,17 +85,17 @@ def test_the_corpus_is_seeded_large_and_covers_every_family() -> None:
 
 def test_a_kernel_left_without_memrefs_takes_its_memref_perturbations() -> None:
     """unranked() can make a kernel's one memref a tensor; the perturbations of memref
-    types after it say so rather than raise (seed 4853 stopped the whole runner at
-    grammar-2972: 'Cannot choose from an empty sequence')."""
-    data, note = corpus.grammar_case(corpus._rng(4853, "grammar", 2972), 2972)
-    assert grammar.NO_MEMREF in note, note
+    types after it say so rather than raise, and the kernel still prints (seed 4853 once
+    stopped the whole runner at grammar-2972: 'Cannot choose from an empty sequence'; about
+    one grammar case in 40000 draws it, and which one moves with the op table's rows, which
+    the grammar draws from: so the case is made here, not found)."""
     kernel = grammar.valid_kernel(random.Random(0))
     for value in kernel.memrefs():
         value.raw = "tensor<4xf32>"
     for perturb in (grammar.hostile_extent, grammar.rank_change, grammar.odd_space,
                     grammar.odd_layout_type, grammar.unranked):
         assert perturb(random.Random(1), kernel) == grammar.NO_MEMREF
-    assert data.startswith(b"module")
+    assert grammar.render(kernel).startswith("module")
 
 
 def test_the_corpus_knows_every_attribute_and_variant() -> None:
