@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from mlir import ir
 from mlir.dialects import memref
@@ -428,17 +428,8 @@ def aligned_as(t: Tensor, vec: int, like: Tensor) -> tuple[Tensor, Tensor, Tenso
     alignment analysis can prove (the element's, at worst)."""
     if t.rank != 1 or like.rank != 1 or not _same(t.sizes[0], like.sizes[0]):
         raise errors.program_error("aligned_as() splits a 1-d view like another as long")
-    offset = _contiguous_offset(like, vec, "aligned_as()")
-    base = _contiguous_offset(t, vec, "aligned_as()")
-    end = offset + like.sizes[0]
-    q = builder.index_op("ceildiv", offset, vec, False)
-    count = builder.index_op("max", end // vec - q, 0, False)
-    head = builder.index_op("min", q * vec, end, False) - offset
-    tail_start = head + count * vec
-    tail = builder.index_op("max", like.sizes[0] - tail_start, 0, False)
-    return (_recast(t, f"head:{vec}", base, [head, 1], [1, 1]),
-            _recast(t, f"body:{vec}", base + head, [count, vec], [vec, 1]),
-            _recast(t, f"tail:{vec}", base + tail_start, [tail, 1], [1, 1]))
+    split = _split_like(t, vec, like, "aligned_as()")
+    return _pieces(t, vec, split, split.base, split.base + split.head)
 
 
 def aligned_copy_as(t: Tensor, vec: int, like: Tensor, period: int) -> tuple[Tensor, Tensor,
@@ -456,8 +447,32 @@ def aligned_copy_as(t: Tensor, vec: int, like: Tensor, period: int) -> tuple[Ten
             period % vec:
         raise errors.program_error(f"aligned_copy_as(): period is a positive multiple of vec "
                                    f"({vec}), got {period!r}")
-    offset = _contiguous_offset(like, vec, "aligned_copy_as()")
-    base = _contiguous_offset(t, vec, "aligned_copy_as()")
+    split = _split_like(t, vec, like, "aligned_copy_as()")
+    offset = split.offset
+    klass = offset % vec
+    copy = split.base + klass * (period + 1)  # the copy's element 0
+    # copy + head, where the head is whole: a multiple of vec the analysis sees
+    body = split.base + klass * period + (split.q - offset // vec) * vec
+    return _pieces(t, vec, split, copy, body)
+
+
+class _Split(NamedTuple):
+    """`like.aligned(vec)`'s pieces as element counts (aligned_as, aligned_copy_as): like's
+    offset and t's (`base`), q = ceil(offset / vec), the head's and the body's sizes, and
+    the tail's start and size (from like's start)."""
+
+    offset: Index
+    base: Index
+    q: Index
+    head: Index
+    vectors: Index
+    tail_start: Index
+    tail: Index
+
+
+def _split_like(t: Tensor, vec: int, like: Tensor, what: str) -> _Split:
+    offset = _contiguous_offset(like, vec, what)
+    base = _contiguous_offset(t, vec, what)
     length = like.sizes[0]
     end = offset + length
     q = builder.index_op("ceildiv", offset, vec, False)
@@ -465,12 +480,16 @@ def aligned_copy_as(t: Tensor, vec: int, like: Tensor, period: int) -> tuple[Ten
     head = builder.index_op("min", q * vec, end, False) - offset
     tail_start = head + count * vec
     tail = builder.index_op("max", length - tail_start, 0, False)
-    klass = offset % vec
-    copy = base + klass * (period + 1)  # the copy's element 0
-    body = base + klass * period + (q - offset // vec) * vec  # copy + head, where whole
-    return (_recast(t, f"head:{vec}", copy, [head, 1], [1, 1]),
-            _recast(t, f"body:{vec}", body, [count, vec], [vec, 1]),
-            _recast(t, f"tail:{vec}", copy + tail_start, [tail, 1], [1, 1]))
+    return _Split(offset, base, q, head, count, tail_start, tail)
+
+
+def _pieces(t: Tensor, vec: int, split: _Split, start: Index, body: Index
+            ) -> tuple[Tensor, Tensor, Tensor]:
+    """t's (head, body, tail) of `split`'s sizes, the head (and the tail after it) from
+    element `start` of t's memory, the body from element `body`."""
+    return (_recast(t, f"head:{vec}", start, [split.head, 1], [1, 1]),
+            _recast(t, f"body:{vec}", body, [split.vectors, vec], [vec, 1]),
+            _recast(t, f"tail:{vec}", start + split.tail_start, [split.tail, 1], [1, 1]))
 
 
 def _contiguous_offset(t: Tensor, vec: int, what: str) -> Index:
