@@ -420,8 +420,9 @@ EDGES = ("softmax", "rms_norm", "fused_add_rms_norm", "layer_norm")
 """The families whose rows may take edges (Geometry.edges): softmax and log_softmax, whose
 parts are the row's alone, and the norms, whose weight (and bias) is split as each row is
 (tl's aligned_as: its vectors then as aligned as the row's offset lets them be, narrower
-loads from L1 where not); layer norm's centered squares take the parts not whole at every
-alignment (the last, the head and the tail) from memory into zeros, and a cluster's row
+loads from L1 where not); layer norm's centered squares zero the vectors of the parts not
+whole at every alignment past the body's end in registers (tail_fill, by the part's
+length at run time), take the head and the tail from memory again, and a cluster's row
 its two rounds of reductions (Welford's counts would need each part's elements).
 Measured on an H200 (bench/rows_ab.py at bench/fused.py's 128 MiB, TB/s, the narrow
 plan's -> with edges): RMSNorm bf16 rows of 8191 3.07 -> 3.94, 16383 2.78 -> 3.83, 50257
