@@ -342,8 +342,9 @@ def test_norms_with_edges_read_the_row_in_16_byte_loads(op: str, m: int, n: int,
     """The norms over rows of odd length with edges: each row array (x, and the residual)
     read and written in 16-byte accesses a part and one element access each for the head
     and the tail (layer norm's centered squares read its head and tail again, from L1;
-    its last part's vectors past the body are zeroed in registers); the weight (and bias), split like the row (aligned_as) wherever it starts,
-    in the element's loads (8 a vector); no spill."""
+    its last part's vectors past the body are zeroed in registers); the weight (and
+    bias), split like the row (aligned_as) wherever it starts, in the element's loads (8
+    a vector); no spill."""
     size = DTYPES[dtype].bytes
     plan = rows.with_edges(lambda v: rows.choose(
         m, n, v, 16, itemsize=size, inputs=rows.inputs_of(op),
