@@ -1,8 +1,9 @@
 """gpu tier: the ops whose results narrower than f32 take a cheaper body (op_table's
 narrow_body: bodies.softplus_narrow, mish_narrow, elu_narrow, selu_narrow, silu_narrow
-and sigmoid_narrow, the MUFU's ex2.approx, lg2.approx and div.approx in place of libdevice's
-expf, expm1f, log1pf and tanhf and the IEEE division) on every value of f16, bf16 and
-the fp8 types, softplus and elu for several of their parameters: within one ulp of the
+(silu's and silu_and_mul's) and sigmoid_narrow, the MUFU's ex2.approx, lg2.approx and
+div.approx in place of libdevice's expf, expm1f, log1pf and tanhf and the IEEE division)
+on every value of f16, bf16 and the fp8 types (silu_and_mul's gate; its other half
+random), softplus and elu for several of their parameters: within one ulp of the
 float64 result rounded once (NaN, the infinities and subnormal results included), the
 outputs poisoned first. How many results differ from torch's own (libdevice in f32) is
 printed: torch's are not correctly rounded either.
@@ -99,6 +100,32 @@ def test_elu_on_every_value(dtype: str, alpha: float) -> None:
 @pytest.mark.parametrize("dtype", NARROW)
 def test_selu_on_every_value(dtype: str) -> None:
     _check("selu", dtype, (), lambda F, x: F.selu(x), refs.selu)
+
+
+@pytest.mark.parametrize("dtype", NARROW)
+def test_silu_and_mul_on_every_value(dtype: str) -> None:
+    """silu_and_mul's narrow body (silu_narrow's, times the second half, rounded once):
+    every value of dtype as the gate, against a second half of normal random values."""
+    if not HAVE_TORCH:
+        pytest.skip("needs torch")
+    gate = _every_value(dtype)
+    rng = np.random.default_rng(2611291)
+    up = rounded(rng.standard_normal(gate.size) * 4.0, dtype)
+    values = np.concatenate([gate, up])
+    x = to_device(values, dtype)
+    case = Case("silu_and_mul", dtype, ((values.size,),))
+    out = poisoned_out(case, (gate.size,), x)
+    ops.silu_and_mul(x, out=out)
+    got = to_host(out, dtype)
+    with np.errstate(invalid="ignore"):
+        want = rounded(_float64_silu(gate.astype(np.float64)) * up.astype(np.float64), dtype)
+    report = compare(case, got, want)
+    nan = np.isnan(want.astype(np.float64))
+    assert not np.isnan(got.astype(np.float64))[~nan].any(), "NaN where a number is due"
+    assert report.ok and report.max_ulp <= 1, report.detail or f"{report.max_ulp} ulp"
+    bits = CARRIERS_BY_SIZE[gate.dtype.itemsize]
+    off = int(np.sum((got.view(bits) != want.view(bits)) & ~nan))
+    print(f"silu_and_mul {dtype}: {off} of {gate.size} one ulp off the rounded float64 result")
 
 
 def _check(op: str, dtype: str, params: tuple[float, ...], theirs: Callable[[Any, Any], Any],

@@ -70,7 +70,8 @@ def test_fp8_uses_the_packed_conversions() -> None:
     assert "setp.ge.f32" in e5m2  # e5m2 keeps Inf: what saturated moves up to it
 
 
-@pytest.mark.parametrize("op", ["softplus", "mish", "elu", "selu", "silu", "sigmoid"])
+@pytest.mark.parametrize("op", ["softplus", "mish", "elu", "selu", "silu", "sigmoid",
+                                "silu_and_mul"])
 def test_narrow_results_take_the_narrow_body(op: str) -> None:
     """A result narrower than f32 (whatever the inputs) takes the row's narrow_body, an f32
     one the body whose results are torch's."""

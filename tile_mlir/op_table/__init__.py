@@ -17,9 +17,10 @@ is first rounded to that type where it is narrower than the compute type (torch
 casts every tensor operand to the common dtype: lowering/support/compute.py);
 scalars are not. The result is converted to dst's type. Where that type is
 narrower than f32, a row may build a cheaper body: `narrow_body` (softplus, mish,
-elu, selu, silu and sigmoid on the special function unit's approximations: within one
-ulp of the narrow result) or, where every operand is fp8, `fp8_body` (division: the same fp8
-results); a fused step takes the body its unfused op would (`body_for`).
+elu, selu, silu, sigmoid and silu_and_mul on the special function unit's
+approximations: within one ulp of the narrow result) or, where every operand is fp8,
+`fp8_body` (division: the same fp8 results); a fused step takes the body its unfused op
+would (`body_for`).
 
 Output rules: "same" (dst has the promoted type), "float" (as "same", but
 integer and bool inputs promote to f32: exp, div), "bool" (a predicate), and
@@ -164,9 +165,11 @@ def _activation(name: str, arity: int = 1, *, scalar_only: tuple[int, ...] = (),
                 native, scalar_only=scalar_only, exact=exact, narrow_body=narrow)
 
 
-def _gated(name: str, activation: Body) -> EwOp:
-    """act(a) * b: the library applies it to the two halves of one input."""
-    return EwOp(name, 2, b.gated(activation), getattr(r, name), F, "same", "fused_gated")
+def _gated(name: str, activation: Body, narrow: Body | None = None) -> EwOp:
+    """act(a) * b: the library applies it to the two halves of one input (`narrow`: the
+    activation's narrow body, for results narrower than f32)."""
+    return EwOp(name, 2, b.gated(activation), getattr(r, name), F, "same", "fused_gated",
+                narrow_body=b.gated(narrow) if narrow else None)
 
 
 def _compare(name: str) -> EwOp:
@@ -254,7 +257,7 @@ _ROWS = (
     _activation("prelu", 2, exact=True),  # weight: (C,) along dim 1 or (1,), by strides
     EwOp("gelu_tanh", 1, b.gelu_tanh, r.gelu_tanh, F, "same", "internal"),  # approximate="tanh"
     # fused_gated: act(x[..., :N]) * x[..., N:] (vLLM, FlashInfer), rounded once
-    _gated("silu_and_mul", b.silu),
+    _gated("silu_and_mul", b.silu, b.silu_narrow),
     _gated("gelu_and_mul", b.gelu),
     _gated("gelu_tanh_and_mul", b.gelu_tanh),
     # comparison: NaN compares false, except ne
