@@ -537,6 +537,30 @@ def test_aligned_rows_and_prod_keep_the_reduction_kernels(device: Device,
     assert "reduce_rows f32 -> f32 [1, 19]" in reductions.explain("sum", (300001,), "f32")
 
 
+@pytest.mark.parametrize(("shape", "dtype"), [((13, 8), "f32"), ((7, 96), "bf16"),
+                                            ((9, 3), "f32")], ids=str)
+def test_rows_no_multiple_of_a_ctas_share_its_last_ctas(device: Device,
+                                                        rng: np.random.Generator,
+                                                        shape: tuple[int, int],
+                                                        dtype: str) -> None:
+    """A row count no multiple of the rows a CTA takes (a power of two): the last CTA
+    takes the last rows, some of them its neighbour's too, which both reduce alike (the
+    kernels run; every result poisoned first). Rows of 8 f32: 8 a CTA, 2 CTAs, rows 5 to
+    7 reduced twice."""
+    device.reduction_kernels = True
+    view = reduction_view(shape, _row_major(shape), (1,))
+    assert view is not None
+    stage = stages("sum", view[0], dtype, dtype, acc="f32")[-1]
+    per = reduction_programs.rows_per_cta(stage)
+    assert shape[0] % per and stage.grid[0] == -(-shape[0] // per), (per, stage.grid)
+    x = device.array(rng.standard_normal(shape).astype(np.float32), dtype)
+    values = x.numpy()
+    for name in ("sum", "amax", "mean"):
+        out = device.array(np.full(shape[0], np.nan, np.float32), dtype)
+        getattr(ops, name)(x, dim=-1, out=out)
+        _close(out, _reference(name, values, -1, False), dtype)
+
+
 def test_prod_and_keepdim(device: Device, rng: np.random.Generator) -> None:
     x = (1 + 0.01 * rng.standard_normal((7, 300))).astype(np.float32)
     placed = device.array(x, offset=3)
