@@ -309,7 +309,8 @@ def test_stacks_of_rows_with_edges(stack: int) -> None:
 def test_planned_stacks_of_short_rows(m: int, n: int, dtype: str) -> None:
     """The planner's stacks (rows.STACKS: 4 rows a CTA of 32 or 64 threads, a row count no
     multiple of 4): softmax, log_softmax (poisoned outputs), RMSNorm and layer norm (stacked
-    over rows of 257) and the held reductions against float64."""
+    over bf16 rows of 257; f32 rows of 257 a warp a row, rows.SCALAR_WARP) and the held
+    reductions against float64."""
     torch = _torch()
     size = 4 if dtype == "f32" else 2
     plan = rows.plan_for(m, n, 1, 0, itemsize=size, wide=16 // size,

@@ -25,7 +25,7 @@ from support.emulated import Device, EmuArray
 
 from tile_mlir import ops
 from tile_mlir.dtypes import DTYPES
-from tile_mlir.ops import rows
+from tile_mlir.ops import reductions, rows
 from tile_mlir.ops.programs.rows import Geometry
 
 # ------------------------------------------------------------------ the planner
@@ -162,6 +162,28 @@ def test_the_norms_weights_come_from_copies_where_they_pay() -> None:
                                                                   "bf16")
 
 
+@pytest.mark.parametrize("n", [257, 259, 261, 385])
+def test_f32_rows_a_warp_stacks_take_a_warp_a_row(n: int) -> None:
+    """rows.SCALAR_WARP: f32 rows of one input that a CTA of one warp would stack with
+    edges (257 to 259) take a warp a row, 4-byte loads, 4 rows a CTA of 128 threads,
+    without edges, in softmax, log_softmax and the norms; longer ones (261, 385) keep their
+    CTA of 64 threads; the fused add (two inputs) and the reductions keep their stacks."""
+    warp = n <= 259
+    for op in ("softmax", "log_softmax", "rms_norm", "layer_norm"):
+        said = rows.explain(op, (130561, n), "f32")
+        assert said.startswith(f"{op} f32 130561x{n}: {'warp' if warp else 'cta'}: "), said
+        assert ("32 lane(s) holding 9 elements each: 4 rows a CTA of 128 threads" in said) \
+            == warp, said
+        assert "each row is read 1 element at a time" in said
+    fused = rows.explain("fused_add_rms_norm", (130561, n), "f32")
+    assert ("one CTA of a warp, 8 elements a thread" in fused) == warp, fused
+    held = reductions.explain("sum", (130561, n), "f32", dim=-1)
+    assert ("reduce_rows_held" in held) == warp, held
+    before = rows.chosen(130561, n, 1, 16, itemsize=4, inputs=1, early=0, f32_ahead=False,
+                         wide=4, stacks=rows.STACK_VALUES)  # a family not in SCALAR_WARP
+    assert before.geometry.edges == warp and before.geometry.stack == (4 if warp else 1)
+
+
 def test_vector_width_follows_the_row_the_strides_and_offsets() -> None:
     assert rows.vector_width(4096, "bf16", []) == 8
     assert rows.vector_width(4096, "f32", [4100]) == 4
@@ -175,9 +197,9 @@ def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
     parts and the family's elements of a row with edges holds STACK_ROWS rows where there
     are STACK_MIN_ROWS; a row a warp may so hold, that a group of lanes would hold without
     edges (and the narrow accesses in a CTA), takes a CTA of a warp with them; where the
-    kernel does not stack, as before; the norms at 8 elements a thread, and at most
-    STACK_HELD parts a stack (f32 rows of 257: 2 rows); the fused add + RMSNorm's rows that
-    a group of lanes would hold: PAIR_STACK_ROWS, with their prefetch."""
+    kernel does not stack, as before; the norms at 8 elements a thread; the fused add +
+    RMSNorm's rows that a group of lanes would hold: PAIR_STACK_ROWS, with their
+    prefetch."""
     def plan(m: int, n: int, dtype: str, stacks: int = rows.STACK_VALUES) -> Any:
         size = DTYPES[dtype].bytes
         return rows.chosen(m, n, 1, 16, itemsize=size, inputs=1, early=0, f32_ahead=False,
@@ -216,7 +238,6 @@ def test_short_rows_with_edges_stack_where_the_kernel_does() -> None:
         assert "one after another" not in rows.explain(op, (65472, 1025), "bf16")
         assert "one after another" not in rows.explain(op, (130816, 513), "bf16")
         assert "4 rows one after another" in rows.explain(op, (261123, 257), "bf16")
-        assert "2 rows one after another" in rows.explain(op, (130561, 257), "f32")
     fused = "fused_add_rms_norm"  # rows a group of lanes would hold: PAIR_STACK_ROWS
     for shape, dtype, cta in (((130561, 257), "f32", "a warp, 8"), ((65408, 513), "f32",
                                                                     "64 threads, 8"),

@@ -306,7 +306,8 @@ def choose(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: in
     too where `f32_ahead`: F32_AHEAD), and reads `early` parts of the weight with the row
     (EARLY_PARTS)."""
     nv = n // vec
-    found = _whole_warp(nv, vec, itemsize) or _warp(m, nv, vec) or _cta(nv, vec, MAX_CTA // 2) or \
+    found = _whole_warp(nv, vec, itemsize) or _warp(m, nv, vec) or \
+        _cta(nv, vec, MAX_CTA // 2) or \
         _cluster(nv, vec, clusters, _ahead(n, itemsize, inputs, f32_ahead), early) or \
         _cta(nv, vec, MAX_CTA)
     plan = _cta_ahead(found, n, itemsize, inputs) if found else _split(nv, vec, clusters)
@@ -393,27 +394,28 @@ def largest_cluster(device: int) -> int:
 
 def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: int = 1,
              early: int = 0, f32_ahead: bool = False, wide: int = 0,
-             stacks: int = 0, held: int = 0) -> Plan:
+             stacks: int = 0, scalar_warp: bool = False) -> Plan:
     """The plan of m rows of n elements accessed `vec` at a time, or `wide` at a time with
     edges (with_edges; a CTA's stack of rows where the planner stacks the family's:
     `stacks` the elements of a row a thread then holds at most, STACKS, 0 where it does
-    not; `held` the parts of its stack a thread holds at most, STACK_HELD, 0: no
-    limit)."""
+    not; `scalar_warp`: the family is one of SCALAR_WARP)."""
     if _forced:
         forced = _forced[0]
         return with_edges(lambda width: forced.plan(m, n, width), n, vec, wide, planned=False)
     return chosen(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs,
-                  early=early, f32_ahead=f32_ahead, wide=wide, stacks=stacks, held=held)
+                  early=early, f32_ahead=f32_ahead, wide=wide, stacks=stacks,
+                  scalar_warp=scalar_warp)
 
 
 def chosen(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: int,
-           early: int, f32_ahead: bool, wide: int, stacks: int = 0, held: int = 0) -> Plan:
+           early: int, f32_ahead: bool, wide: int, stacks: int = 0,
+           scalar_warp: bool = False) -> Plan:
     """The planner's plan (`choose`, `with_edges`) for a GPU of `clusters` (plan_for's and
     explain's)."""
     return with_edges(
         lambda width: choose(m, n, width, clusters, itemsize=itemsize, inputs=inputs,
                              early=early, f32_ahead=f32_ahead), n, vec, wide, inputs=inputs,
-        stack=(m, stacks, held) if stacks else None)
+        stack=(m, stacks) if stacks else None, scalar_warp=scalar_warp)
 
 
 EDGES = ("softmax", "rms_norm", "fused_add_rms_norm", "layer_norm")
@@ -517,6 +519,23 @@ elements of each input: PAIR_STACK_ROWS. Softmax's stacks take no prefetch of th
 ahead (PAIR_AHEAD's): on an H200, f32 rows of 257 (4 rows a CTA of 32 threads, 3.94
 TB/s; torch.compile 4.07) ran 3.82 with the rows 8 on prefetched, 3.81 16 on, 3.88 in
 stacks of 2 with it, 3.69 on 64 threads in stacks of 2 (log_softmax alike)."""
+SCALAR_WARP = ("softmax", "rms_norm", "layer_norm")
+"""The families whose row of one input of 4-byte elements read one at a time (an odd
+length), that a CTA of one warp would stack with edges (rows of 257 to 259:
+`_warp_cta`), takes a warp a row instead, 4 rows a CTA of 128 threads, no barrier
+(`_warp`): a warp's 4-byte loads are whole 128-byte lines already, and an SM runs 2048
+threads in CTAs of 128 where CTAs of 32 stop at 1024. Measured on an H200
+(bench/rows_ab.py at 128 MiB, TB/s, stacked with edges -> a warp a row; torch.compile
+beside): f32 rows of 257 softmax 3.93 -> 4.05 (4.04), log_softmax 3.89 -> 4.02 (4.00),
+layer norm 3.68 -> 3.90 (3.54), RMSNorm 3.99 -> 3.98 (4.04); 259 softmax 3.92 -> 4.03
+(4.02). Longer rows keep their CTA of 64 threads reading 4-byte elements: a warp a row
+lost there (softmax 385 4.02 -> 4.01, RMSNorm 385 4.02 -> 3.93, layer norm 511 3.91 ->
+3.81, log_softmax 511 4.04 -> 4.00). The norms stacked those rows 2 a CTA (the parts a
+thread held limited, STACK_HELD, gone with them: RMSNorm f32 257 in stacks of 2 / 3 / 4
+4.02 / 3.97 / 3.89, layer norm 3.55 / 3.51 / 3.40). The reductions keep their stack
+(reductions.py's _held: sum f32 257 3.90, amax 3.91; a warp a row in reduction.py's
+reduce_rows 3.62, 3.62). The fused add + RMSNorm, of two inputs, keeps its pair stack
+(PAIR_STACK_ROWS)."""
 PAIR_STACK_ROWS = 2
 PAIR_AHEAD = 8
 """A row of two inputs (the fused add + RMSNorm) that a group of lanes would hold without
@@ -530,16 +549,6 @@ reading 2 bytes 3.18, 32 with edges alone 3.31, stacks of 4 without the prefetch
 with it 3.72), 385 3.85 (3.49; before 3.47), 513 3.92 (2.91; 3.74 on 64 threads of 1 part
 each, EDGE_PAIR_PARTS), f32 257 4.00 (3.96; 3.46 before, 3.94 in 4 rows without the
 prefetch); stacks of 4 with it 3.67-3.81 for bf16, on 64 threads 2.89 (257) to 3.84."""
-STACK_HELD = {"rms_norm": 4, "layer_norm": 4}
-"""The parts of its stack of rows a thread holds at most, for the families that hold
-fewer rows than STACK_ROWS where each row takes more parts: the norms, whose weight (and
-bias) come with every row. Measured on an H200 (bench/rows_ab.py, rows of 257 on 32
-threads, stacks of 2 / 3 / 4 rows, TB/s, twice): RMSNorm f32 (2 parts a row) 4.03 / - /
-3.94 and 4.02 / 3.97 / 3.89, layer norm f32 3.59 / - / 3.42 and 3.55 / 3.51 / 3.40; bf16
-(1 part) RMSNorm 3.12 / 3.08 / 3.33, layer norm 2.21 / 2.24 / 2.23. Softmax f32 ran alike
-at 2 and 4 (3.95, 3.94) and lost at 2 elsewhere: softmax bf16 513 3.67 -> 3.47, the sum
-bf16 513 3.89 -> 3.05, f32 257 3.90 -> 3.07, the fused add f32 257 3.94 -> 3.01."""
-
 
 def _stackable(parts: int, vec: int, values: int) -> bool:
     """Whether a thread holding `parts` parts of `vec` elements of a row may hold a stack of
@@ -547,22 +556,18 @@ def _stackable(parts: int, vec: int, values: int) -> bool:
     return parts <= STACK_PARTS and parts * vec <= values
 
 
-def _stacked(g: Geometry, n: int, stack: tuple[int, int, int], reason: str
+def _stacked(g: Geometry, n: int, stack: tuple[int, int], reason: str
              ) -> tuple[Geometry, str]:
-    """A CTA's geometry `g` of a row with edges holding STACK_ROWS rows (fewer where a
-    thread would hold more than `held` parts of them: STACK_HELD) where it has at most
-    STACK_THREADS threads that may (`_stackable`) and there are STACK_MIN_ROWS rows (`stack`:
-    the rows M, `values` and `held`), and why."""
-    m, values, held = stack
+    """A CTA's geometry `g` of a row with edges holding STACK_ROWS rows where it has at
+    most STACK_THREADS threads that may (`_stackable`) and there are STACK_MIN_ROWS rows
+    (`stack`: the rows M and `values`), and why."""
+    m, values = stack
     parts = g.row_parts(n)
     if g.strategy != "cta" or g.threads > STACK_THREADS or m < STACK_MIN_ROWS or \
             not _stackable(parts, g.vec, values):
         return g, reason
-    rows = min(STACK_ROWS, held // parts) if held else STACK_ROWS
-    if rows < 2:
-        return g, reason
-    return replace(g, stack=rows), (
-        f"{reason}; each CTA holds {rows} rows one after another, every row's loads "
+    return replace(g, stack=STACK_ROWS), (
+        f"{reason}; each CTA holds {STACK_ROWS} rows one after another, every row's loads "
         f"before the first reduction ({parts * g.vec} elements of a row a thread)")
 
 
@@ -615,34 +620,26 @@ def _pair_threads(g: Geometry, n: int) -> tuple[Geometry, str]:
 
 def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
                planned: bool = True, inputs: int = 1,
-               stack: tuple[int, int, int] | None = None) -> Plan:
+               stack: tuple[int, int] | None = None, scalar_warp: bool = False) -> Plan:
     """The plan `pick` makes at `wide` elements an access, with edges, where there is a
     wider access than `vec` (rows of odd length or at odd offsets take vec = 1) and its
     strategy holds a whole row a CTA or cluster (a `planned` 16-bit row then takes
     EDGE_CTA_SHARE's share of a CTA's threads where it has one input, and any row of two
     inputs EDGE_PAIR_PARTS parts of each a thread: `_pair_threads`); else at `vec`. Where
-    the kernel stacks rows (`stack`: the rows M, the elements of a row a thread holds at
-    most, STACKS, and the parts of a stack, STACK_HELD), a planned group of lanes of a row
-    that a CTA's threads may stack takes that CTA with edges (`_warp_cta`), and a CTA of a
-    short row a stack (STACK_ROWS; a row of two inputs so taken PAIR_STACK_ROWS, with
-    their prefetch)."""
+    the kernel stacks rows (`stack`: the rows M and the elements of a row a thread holds
+    at most, STACKS), a planned group of lanes of a row that a CTA's threads may stack
+    takes that CTA with edges (`_warp_cta`; where `scalar_warp`, a row of one input of
+    4-byte elements a warp a row instead: SCALAR_WARP), and a CTA of a short row a stack
+    (STACK_ROWS; a row of two inputs so taken PAIR_STACK_ROWS, with their prefetch)."""
     if wide <= vec:
         return pick(vec)
     plan = pick(wide)
-    g = plan.geometry
-    reason = plan.reason
-    threads = _warp_cta(n, wide, inputs)
-    warp_cta = planned and stack is not None and g.strategy == "warp" and \
-        n // wide >= 32 and _stackable(-(-(n // wide) // threads), wide, stack[1]) and \
-        pick(vec).geometry.strategy == "cta"
-    if warp_cta:
-        g = Geometry("cta", wide, threads)
-        reason = (f"a row of {n} fits one CTA of {_threads_said(threads)}, "
-                  f"{g.row_parts(n) * wide} elements a thread (a row with edges, which a "
-                  "group of lanes would hold without them); " + (
-                      "reductions across the warp's lanes" if threads == 32 else
-                      "reductions across its warps through shared memory (one barrier "
-                      "each)"))
+    taken = _warp_cta_plan(pick, n, vec, wide, inputs=inputs, stack=stack,
+                           scalar_warp=scalar_warp) if planned and stack else None
+    if taken is not None and taken.geometry.strategy == "warp":  # SCALAR_WARP
+        return taken
+    warp_cta = taken is not None
+    g, reason = (taken or plan).geometry, (taken or plan).reason
     if g.strategy not in EDGE_STRATEGIES:
         return pick(vec)
     if warp_cta and inputs > 1:  # its threads as taken; a stack of them where M allows
@@ -665,6 +662,32 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
     return Plan(replace(g, edges=True), f"{reason}; each row is read as its {wide}-element "
                 "vectors that start aligned, and the elements before and after them apart "
                 "(its start is not aligned)")
+
+
+def _warp_cta_plan(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *, inputs: int,
+                   stack: tuple[int, int], scalar_warp: bool) -> Plan | None:
+    """The CTA (`_warp_cta`'s threads) that a row which `pick` gives a group of lanes at
+    `wide` elements an access and a CTA at `vec` takes with edges, where a thread may
+    stack it (`_stackable`: `stack` the rows M and the elements a thread holds at most);
+    where `scalar_warp`, a row of one input of 4-byte elements a warp a row instead,
+    without edges (SCALAR_WARP); None where neither applies."""
+    threads = _warp_cta(n, wide, inputs)
+    if pick(wide).geometry.strategy != "warp" or n // wide < 32 or \
+            not _stackable(-(-(n // wide) // threads), wide, stack[1]) or \
+            pick(vec).geometry.strategy != "cta":
+        return None
+    if scalar_warp and inputs == 1 and threads == 32 and wide * 4 == ACCESS_BYTES:
+        kept = _warp(stack[0], n // vec, vec)
+        if kept is not None:
+            return Plan(kept.geometry, f"{kept.reason} (4-byte elements read one at a time: "
+                        "a warp's loads are whole lines)")
+    g = Geometry("cta", wide, threads)
+    return Plan(g, f"a row of {n} fits one CTA of {_threads_said(threads)}, "
+                   f"{g.row_parts(n) * wide} elements a thread (a row with edges, which a "
+                   "group of lanes would hold without them); " + (
+                       "reductions across the warp's lanes" if threads == 32 else
+                       "reductions across its warps through shared memory (one barrier "
+                       "each)"))
 
 
 def edge_width(family: str, itemsize: int, arrays: Sequence[Array] = ()) -> int:
@@ -711,8 +734,9 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
     family = FAMILIES.get(op, op)
     plan = chosen(m, n, vector_width(n, dtype, []), clusters, itemsize=itemsize,
                   inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
-                  f32_ahead=op in F32_AHEAD, wide=edge_width(family, itemsize),
-                  stacks=STACKS.get(family, 0), held=STACK_HELD.get(family, 0))
+                  f32_ahead=op in F32_AHEAD, scalar_warp=family in SCALAR_WARP,
+                  wide=edge_width(family, itemsize),
+                  stacks=STACKS.get(family, 0))
     g, reason = plan.geometry, plan.reason
     if g.vec * itemsize < ACCESS_BYTES:
         reason += (f"; each row is read {g.vec} element{'s' if g.vec > 1 else ''} at a time "
@@ -987,9 +1011,10 @@ def run(b: Builder, call: RowCall) -> Plan:
                     itemsize=read[0].itemsize, inputs=len(read),
                     early=EARLY_PARTS.get(call.family, 0) if weighted else 0,
                     f32_ahead=call.family in F32_AHEAD,
+                    scalar_warp=call.family in SCALAR_WARP,
                     wide=edge_width(call.family, read[0].itemsize,
                                     [a for a in rows if len(a.shape) == 2]),
-                    stacks=STACKS.get(call.family, 0), held=STACK_HELD.get(call.family, 0))
+                    stacks=STACKS.get(call.family, 0))
     g = plan.geometry
     one, first, second = programs.KERNELS[call.family]
     if g.strategy != "split":
