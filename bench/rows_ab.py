@@ -18,7 +18,8 @@ with rows that start unaligned read narrow (no Geometry.edges: ops/rows.py's EDG
         softmax:f32:32001 --precise-exp
 
 and --setting NAME=VALUE the planner's plan with ops/rows.py's constant NAME set to the
-Python literal VALUE (the norms' weights read without their copies, for one; --mib the
+Python literal VALUE (the norms' weights read without their copies, for one;
+reduction.NAME one of ops/programs/reduction.py's, the reductions' stages; --mib the
 input's size, 128 by default):
 
     python3 bench/rows_ab.py layer_norm:bf16:4097 rms_norm:bf16:32001 \\
@@ -67,16 +68,27 @@ def parse_case(text: str) -> tuple[str, str, int]:
     return parts[0], parts[1], int(parts[2])
 
 
+def _module(name: str) -> tuple[Any, str]:
+    """The module of a setting's NAME (ops/rows.py's; reduction.NAME:
+    ops/programs/reduction.py's) and the constant's own name."""
+    from tile_mlir.ops import rows
+    from tile_mlir.ops.programs import reduction
+
+    prefix, _, constant = name.rpartition(".")
+    return {"": rows, "reduction": reduction}.get(prefix), constant
+
+
 def parse_setting(text: str) -> tuple[str, Any]:
-    """NAME=VALUE: one of ops/rows.py's constants and a Python literal, checked."""
+    """NAME=VALUE: one of ops/rows.py's constants (or reduction.NAME, one of
+    ops/programs/reduction.py's) and a Python literal, checked."""
     import ast
 
-    from tile_mlir.ops import rows
-
     name, _, value = text.partition("=")
-    if not name.isupper() or not hasattr(rows, name):
+    module, constant = _module(name)
+    if module is None or not constant.isupper() or not hasattr(module, constant):
         raise argparse.ArgumentTypeError(f"setting {text!r}: NAME is one of ops/rows.py's "
-                                         "constants (COPY_BYTES, EDGES, ...)")
+                                         "constants (COPY_BYTES, EDGES, ...) or "
+                                         "reduction.NAME, one of ops/programs/reduction.py's")
     try:
         return name, ast.literal_eval(value)
     except (ValueError, SyntaxError):
@@ -190,15 +202,15 @@ def _without_edges() -> AbstractContextManager[None]:
 
 @contextmanager
 def _setting(name: str, value: Any) -> Iterator[None]:
-    """ops/rows.py's constant `name` set to `value` for a variant's plans."""
-    from tile_mlir.ops import rows
-
-    before = getattr(rows, name)
-    setattr(rows, name, value)
+    """ops/rows.py's constant `name` (or reduction.NAME) set to `value` for a variant's
+    plans."""
+    module, constant = _module(name)
+    before = getattr(module, constant)
+    setattr(module, constant, value)
     try:
         yield
     finally:
-        setattr(rows, name, before)
+        setattr(module, constant, before)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

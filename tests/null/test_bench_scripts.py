@@ -81,7 +81,8 @@ def test_bad_options_are_named(argv: list[str], message: str,
 
 def test_every_dtype_and_peer_for_reductions() -> None:
     cases = load("reductions").plan(False)
-    assert len(cases) == 3 * 3 * 4 * 2 + 2 * 2 * 5 * 2  # and rows and columns of odd length
+    # and rows and columns of odd length, rows of widths no power of two
+    assert len(cases) == 3 * 3 * 4 * 2 + 2 * 2 * 5 * 2 + 2 * 2 * 3
     assert {(c.params["op"], c.params["dtype"], c.params["dim"]) for c in cases} == {
         (op, dtype, dim) for op in ("sum", "amax", "amin") for dtype in ("f32", "f16", "bf16")
         for dim in (-1, 0)}
@@ -91,6 +92,7 @@ def test_every_dtype_and_peer_for_reductions() -> None:
     assert by_name["amin bf16 524288x128 dim=0"].traffic == ((1 << 26) + 128) * 2
     assert by_name["sum bf16 1335x50257 dim=-1"].traffic == (1335 * 50257 + 1335) * 2
     assert by_name["amax f32 1328x50257 dim=0"].traffic == (1328 * 50257 + 50257) * 4
+    assert by_name["sum bf16 87381x768 dim=-1"].traffic == (87381 * 768 + 87381) * 2
 
 
 def test_elementwise_cases_and_traffic() -> None:
@@ -202,6 +204,17 @@ def test_rows_ab_reads_cases_and_variants() -> None:
                       ("cluster:ctas=x", "KEY=NUMBER")]:
         with pytest.raises(argparse.ArgumentTypeError, match=says):
             script.parse_variant(bad)
+    assert script.parse_setting("COPY_BYTES=1") == ("COPY_BYTES", 1)
+    assert script.parse_setting("reduction.ROW_CTA_BYTES=65536") == \
+        ("reduction.ROW_CTA_BYTES", 65536)
+    from tile_mlir.ops.programs import reduction
+    with script._setting("reduction.ROW_CTA_BYTES", 7):
+        assert reduction.ROW_CTA_BYTES == 7
+    assert reduction.ROW_CTA_BYTES == 1 << 15
+    for bad, says in [("NOPE=1", "NAME is one of"), ("other.ROW_CTA_BYTES=1", "NAME is one"),
+                      ("reduction.ROW_CTA_BYTES=x", "a Python literal")]:
+        with pytest.raises(argparse.ArgumentTypeError, match=says):
+            script.parse_setting(bad)
 
 
 def test_an_ab_variant_calls_under_its_own_plans(device: Any) -> None:
