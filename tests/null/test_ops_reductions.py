@@ -537,6 +537,21 @@ def test_aligned_rows_and_prod_keep_the_reduction_kernels(device: Device,
     assert "reduce_rows f32 -> f32 [1, 19]" in reductions.explain("sum", (300001,), "f32")
 
 
+@pytest.mark.parametrize(("a", "r", "dtype", "per"), [
+    (33554, 1000, "f32", 4), (16777, 2000, "f32", 2), (33554, 2000, "bf16", 4),
+    (32768, 1024, "f32", 8), (11184, 3000, "f32", 2), (111848, 300, "f32", 16),
+    (87154, 385, "f32", 16), (671088, 100, "bf16", 128)], ids=str)
+def test_rows_of_a_length_no_power_of_two_take_fewer_a_cta(a: int, r: int, dtype: str,
+                                                           per: int) -> None:
+    """reduction.RAGGED_CTA_BYTES: rows whose length is not a power of two take about 16
+    KiB a CTA of 512 threads, not 32, where its groups of lanes idle no more for it (not
+    3000 f32: 750 vectors over 512 threads) and it held no more rows than groups (not
+    rows of 300, 385 or 100); rows of 1024 keep 8 a CTA."""
+    stage = stages("sum", (a, r, 1), dtype, dtype, acc="f32")[0]
+    assert reduction_programs.row_threads(stage) == 512
+    assert reduction_programs.rows_per_cta(stage) == per
+
+
 @pytest.mark.parametrize(("shape", "dtype"), [((13, 8), "f32"), ((7, 96), "bf16"),
                                             ((9, 3), "f32")], ids=str)
 def test_rows_no_multiple_of_a_ctas_share_its_last_ctas(device: Device,

@@ -197,11 +197,32 @@ def row_threads(stage: Stage) -> int:
     return ROW_BLOCK if nbytes >= ROW_WAVES * TARGET_CTAS * ROW_CTA_BYTES else SMALL_ROW_BLOCK
 
 
+RAGGED_CTA_BYTES = 1 << 14
+"""What one CTA of ROW_BLOCK threads reads of whole rows whose length is not a power of two,
+about, where its groups of lanes then idle no more (`_busy`) and it took no more rows than
+it has groups (rows_per_cta). Measured on an H200 (bench/rows_ab.py, [2^27 / N, N], TB/s,
+ROW_CTA_BYTES's rows a CTA -> these; 64 / 128 KiB beside): sum f32 [33554, 1000] 3.58 ->
+3.98 (8 rows a CTA -> 4; 3.82, 3.82), [16777, 2000] 3.61 -> 3.96 (4 -> 2; 3.84, 3.85),
+bf16 [33554, 2000] 3.52 -> 3.99 (8 -> 4), [16777, 4000] 3.59 -> 3.94 (4 -> 2); torch.compile
+3.96, 3.93, 3.02, 3.15. Where it would idle a row's threads (amax f32 [11184, 3000]: 2
+rows a CTA -> 1, 750 vectors over 512 threads) 3.96 -> 3.79, and rows of a power of two
+keep ROW_CTA_BYTES's (sum f32 [32768, 1024] 3.98, 3.94 at 16 KiB)."""
+
+
+def _busy(vectors: int, threads: int, rows: int) -> float:
+    """The share of its threads' loads that a CTA of `threads` holding `rows` rows of
+    `vectors` vectors each (spread over its threads) does not leave idle in the last
+    round of a row."""
+    lanes = max(1, threads // rows)
+    return vectors / (-(-vectors // lanes) * lanes)
+
+
 def rows_per_cta(stage: Stage) -> int:
     """Rows of [A * chunks, R / chunks] a CTA takes (a power of two), fewer while the grid
     would not fill the GPU. CTAs of ROW_BLOCK threads take about ROW_CTA_BYTES (groups of
     lanes share longer rows: a row of ROW_CTA_BYTES or more takes them all), down to one
-    row; smaller ones about CHUNK_BYTES, at least a row per group, down to a row per 8.
+    row (RAGGED_CTA_BYTES where a row's length is not a power of two); smaller ones about
+    CHUNK_BYTES, at least a row per group, down to a row per 8.
     Chunks of unequal lengths (a tail) take a CTA each. Whole rows need not divide A: the
     last CTA takes the last rows, some of them its neighbour's too (reduce_rows), each
     reduced alike by both. Measured on an H200 (bench/rows_ab.py, [2^27 / N, N], TB/s,
@@ -220,6 +241,11 @@ def rows_per_cta(stage: Stage) -> int:
     row_bytes = length * DTYPES[stage.src].bytes
     if threads == ROW_BLOCK:
         want, least = max(ROW_CTA_BYTES // max(row_bytes, 1), 1), 1
+        ragged = pow2_at_most(max(RAGGED_CTA_BYTES // max(row_bytes, 1), 1))
+        vectors = length // stage.vec()
+        if length & (length - 1) and ragged < pow2_at_most(want) <= groups and \
+                _busy(vectors, threads, ragged) >= _busy(vectors, threads, pow2_at_most(want)):
+            want = ragged
     else:
         want, least = max(groups, CHUNK_BYTES // max(row_bytes, 1)), max(1, groups // 8)
     rows = stage.a * stage.chunks
