@@ -6,7 +6,10 @@ the last dim (row reductions) and along dim 0 (column reductions), in f32, f16 a
 bf16: 72 cases; and rows of odd length (each starting at another alignment: N of 257,
 513, 1025, 4097 and 50257, GPT-2's vocabulary), sum and amax along the last dim in f32
 and bf16, [2^26 // N, N]: 20 more; and as many columns of those odd widths along dim 0,
-the rows [2^26 // N] rounded down to a multiple of 8 (a batch of tokens): 20 more. Traffic: the
+the rows [2^26 // N] rounded down to a multiple of 8 (a batch of tokens): 20 more; and rows
+of widths no power of two (768, 1000 and 5120: hidden sizes and a class count, [2^26 // N,
+N], rows counts odd or of few factors of two), sum and amax along the last dim in f32 and
+bf16: 12 more. Traffic: the
 input read once plus the output written once. Outputs: fresh (the library's reductions
 take no out=). Each system's result is checked against torch eager's (to 16-bit
 accumulation's rounding).
@@ -29,6 +32,7 @@ DIMS = (-1, 0)
 TOTAL = 1 << 26
 QUICK_OPS, QUICK_DTYPES, QUICK_SIZES = ("sum", "amax"), ("f32", "bf16"), (1024, 65536)
 ODD_OPS, ODD_DTYPES, ODD_SIZES = ("sum", "amax"), ("f32", "bf16"), (257, 513, 1025, 4097, 50257)
+WIDE_SIZES = (768, 1000, 5120)  # rows of widths no power of two (ODD_OPS, ODD_DTYPES)
 
 BENCH = Benchmark("reductions", "Reductions (sum, amax, amin over rows and columns)",
                   notes=("shape [M, N]; dim=-1 reduces each row (M results), dim=0 each "
@@ -51,8 +55,10 @@ def plan(quick: bool) -> list[Case]:
                                  else 0)
                             for dim in (-1, 0) for op in ODD_OPS for dtype in ODD_DTYPES
                             for n in ODD_SIZES]
+    wide = [] if quick else [case(op, dtype, n, -1) for op in ODD_OPS for dtype in ODD_DTYPES
+                             for n in WIDE_SIZES]
     return [*(case(op, dtype, n, dim) for op in ops for dtype in dtypes for n in sizes
-              for dim in DIMS), *odd]
+              for dim in DIMS), *odd, *wide]
 
 
 def check_against(want: Any, dtype: str) -> Any:
