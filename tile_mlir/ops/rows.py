@@ -903,10 +903,12 @@ TB/s, expf -> exp_fast; torch.compile beside): softmax bf16 rows of 257 2.81 -> 
 inputs: e^-50's product error alone 25 ulp)."""
 
 
-WEIGHTS = {"rms_norm": {"w": "HAS_W"}, "layer_norm": {"w": "HAS_W", "b": "HAS_B"},
-           "fused_add_rms_norm": {"w": ""}}
-"""The families' [N] vectors (weight, bias) and the flag that says a call has each ("":
-always)."""
+VECTORS = {"weight": ("w", "HAS_W"), "bias": ("b", "HAS_B")}
+"""The norms' [N] vectors: the key of each in a call's arrays, and the flag that says the
+call has it (the fused add + RMSNorm has no HAS_W: its weight is always given)."""
+WEIGHTS = {"rms_norm": ("weight",), "layer_norm": ("weight", "bias"),
+           "fused_add_rms_norm": ("weight",)}
+"""The families' [N] vectors (VECTORS)."""
 
 COPY_BYTES = 64 << 20
 """Rows with edges (a length no multiple of the vector, or odd strides) of at least this
@@ -942,8 +944,8 @@ def weight_copies(b: Builder, call: RowCall, g: Geometry) -> None:
     read the copy whose body starts aligned where their row's does (Rows.vector_views);
     a stand-in for a vector the call does not have becomes one of the copies (the kernels
     bind one length to both). COPIES = P goes to the kernel."""
-    given = WEIGHTS.get(call.family, {})
-    present = [k for k, flag in given.items() if not flag or call.flags.get(flag)]
+    given = [VECTORS[name] for name in WEIGHTS.get(call.family, ())]
+    present = [key for key, flag in given if call.flags.get(flag, True)]
     itemsize = call.arrays["x"].itemsize
     if not present or not copies_serve(call.family, g, call.m, call.n, itemsize):
         return
@@ -956,7 +958,7 @@ def weight_copies(b: Builder, call: RowCall, g: Geometry) -> None:
         apply(b, "cast", [In(a.view((vec, n), (0, 1)))],
               copies.view((vec, n), (period + 1, 1)), result=a.dtype, what=call.family)
         made[key] = copies
-    for key in given:
+    for key, _ in given:
         call.arrays[key] = made.get(key, made[present[0]])
     call.flags["COPIES"] = period
 
@@ -1110,10 +1112,9 @@ def _norm(b: Builder, what: str, input: Any, normalized_shape: Any, *,  # noqa: 
     xr = rows_of(b, x, lead, what)
     where = target_of(b, target, lead)
     arrays = {"x": xr, "y": where.rows}
-    names = {"weight": ("w", "HAS_W"), "bias": ("b", "HAS_B")}
     flags = {}
     for name, a in given.items():
-        key, flag = names[name]
+        key, flag = VECTORS[name]
         arrays[key] = _vector(b, a, xr, what)
         flags[flag] = a is not None
     family = "layer_norm" if "bias" in params else "rms_norm"
