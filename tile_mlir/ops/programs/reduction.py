@@ -222,12 +222,12 @@ def rows_per_cta(stage: Stage) -> int:
     would not fill the GPU. CTAs of ROW_BLOCK threads take about ROW_CTA_BYTES (groups of
     lanes share longer rows: a row of ROW_CTA_BYTES or more takes them all), down to one
     row (RAGGED_CTA_BYTES where a row's length is not a power of two); smaller ones about
-    CHUNK_BYTES, at least a row per group, down to a row per 8.
-    Chunks of unequal lengths (a tail) take a CTA each. Whole rows need not divide A: the
-    last CTA takes the last rows, some of them its neighbour's too (reduce_rows), each
-    reduced alike by both. Measured on an H200 (bench/rows_ab.py, [2^27 / N, N], TB/s,
-    a power of two dividing A as before -> past it; torch eager and torch.compile beside):
-    amax f32 [87154, 385] 1.53 -> 3.91 (2 rows a CTA -> 16; 2.57, 3.82), sum bf16 [87381,
+    CHUNK_BYTES, at least a row per group, down to a row per 8. Chunks of unequal lengths
+    (a tail) take a CTA each. Whole rows need not divide A: the last CTA takes the last
+    rows, some of them its neighbour's too (reduce_rows), each reduced alike by both.
+    Measured on an H200 (bench/rows_ab.py, [2^27 / N, N], TB/s, a power of two dividing A
+    as before -> past it, both before RAGGED_CTA_BYTES; torch eager and torch.compile
+    beside): amax f32 [87154, 385] 1.53 -> 3.91 (2 rows a CTA -> 16; 2.57, 3.82), sum bf16 [87381,
     768] 0.82 -> 4.03 (1 -> 16; 2.91, 2.35), mean bf16 [22369, 3000] 2.57 -> 4.02 (1 -> 4;
     3.32, 2.58), amax bf16 [671088, 100] 1.77 -> 3.60 (16 -> 128; 0.49, 2.55), [67108,
     1000] 3.13 -> 3.81 (4 -> 16; 2.24, 2.89), sum f32 [111848, 300] 3.59 -> 3.97 (8 -> 16;
@@ -457,9 +457,11 @@ def reduce_rows(x: tl.Tensor, y: tl.Tensor, *, KIND: tl.constexpr, SCALE: tl.con
                 CHUNKS: tl.constexpr, PER_CTA: tl.constexpr, PIECE: tl.constexpr,
                 TAIL: tl.constexpr, GRID: tl.constexpr) -> None:
     """Rows [A, R] seen as [A, CHUNKS, L]: a CTA reduces PER_CTA consecutive (row, chunk)
-    lines into y [A, CHUNKS]. Tiles keep every dim (a unit one included): the reduce's
-    destination is its kept dims. With a TAIL, a CTA reduces one chunk: PIECE elements
-    of the row, or for the last len(TAIL) chunks the TAIL's lengths."""
+    lines into y [A, CHUNKS] (whole rows that do not divide A: the last CTA the last ones,
+    the first of them its neighbour's too, which both write alike). Tiles keep every dim
+    (a unit one included): the reduce's destination is its kept dims. With a TAIL, a CTA
+    reduces one chunk: PIECE elements of the row, or for the last len(TAIL) chunks the
+    TAIL's lengths."""
     tl.grid(*GRID)
     a, r = x.shape
     bid = tl.block_id()
@@ -479,7 +481,7 @@ def reduce_rows(x: tl.Tensor, y: tl.Tensor, *, KIND: tl.constexpr, SCALE: tl.con
     if PER_CTA <= CHUNKS:  # PER_CTA chunks of one row
         blocks = CHUNKS // PER_CTA
         at = (tl.ds(bid // blocks, 1), tl.ds((bid % blocks) * PER_CTA, PER_CTA))
-    else:  # whole rows, every chunk of each; the last CTA's end at the last row
+    else:  # whole rows, every chunk of each; the last CTA ends at the last row
         per = PER_CTA // CHUNKS
         first = bid * per if a % per == 0 else tl.minimum(bid * per, a - per)
         at = (tl.ds(first, per), tl.ds(0, CHUNKS))
