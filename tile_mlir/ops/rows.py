@@ -634,7 +634,7 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
     if wide <= vec:
         return pick(vec)
     plan = pick(wide)
-    taken = _warp_cta_plan(pick, n, vec, wide, inputs=inputs, stack=stack,
+    taken = _warp_cta_plan(pick, plan, n, vec, wide, inputs=inputs, stack=stack,
                            scalar_warp=scalar_warp) if planned and stack else None
     if taken is not None and taken.geometry.strategy == "warp":  # SCALAR_WARP
         return taken
@@ -664,15 +664,15 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
                 "(its start is not aligned)")
 
 
-def _warp_cta_plan(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *, inputs: int,
-                   stack: tuple[int, int], scalar_warp: bool) -> Plan | None:
-    """The CTA (`_warp_cta`'s threads) that a row which `pick` gives a group of lanes at
-    `wide` elements an access and a CTA at `vec` takes with edges, where a thread may
-    stack it (`_stackable`: `stack` the rows M and the elements a thread holds at most);
-    where `scalar_warp`, a row of one input of 4-byte elements a warp a row instead,
-    without edges (SCALAR_WARP); None where neither applies."""
+def _warp_cta_plan(pick: Callable[[int], Plan], plan: Plan, n: int, vec: int, wide: int, *,
+                   inputs: int, stack: tuple[int, int], scalar_warp: bool) -> Plan | None:
+    """The CTA (`_warp_cta`'s threads) that a row to which `pick` gives a group of lanes
+    at `wide` elements an access (`plan`, its plan there) and a CTA at `vec` takes with
+    edges, where a thread may stack it (`_stackable`: `stack` the rows M and the elements
+    a thread holds at most); where `scalar_warp`, a row of one input of 4-byte elements a
+    warp a row instead, without edges (SCALAR_WARP); None where neither applies."""
     threads = _warp_cta(n, wide, inputs)
-    if pick(wide).geometry.strategy != "warp" or n // wide < 32 or \
+    if plan.geometry.strategy != "warp" or n // wide < 32 or \
             not _stackable(-(-(n // wide) // threads), wide, stack[1]) or \
             pick(vec).geometry.strategy != "cta":
         return None
@@ -743,7 +743,7 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
                    f"({g.vec * itemsize}-byte accesses: rows of {n} do not all start "
                    "16-byte aligned, and this plan reads them without edges)")
     if copies_serve(family, g, m, n, itemsize):
-        reason += (f"; the weight{' and bias' if family == 'layer_norm' else ''} read from "
+        reason += (f"; the weight{' and bias' if 'bias' in WEIGHTS[family] else ''} read from "
                    f"{g.vec} copies, one per alignment a row starts at (rows of "
                    f"{COPY_LENGTH[family]} or more, {COPY_BYTES >> 20} MiB or more: their "
                    "vectors 16-byte loads too)")

@@ -240,11 +240,11 @@ def rows_per_cta(stage: Stage) -> int:
     groups = threads // lanes
     row_bytes = length * DTYPES[stage.src].bytes
     if threads == ROW_BLOCK:
-        want, least = max(ROW_CTA_BYTES // max(row_bytes, 1), 1), 1
+        want, least = pow2_at_most(max(ROW_CTA_BYTES // max(row_bytes, 1), 1)), 1
         ragged = pow2_at_most(max(RAGGED_CTA_BYTES // max(row_bytes, 1), 1))
         vectors = length // stage.vec()
-        if length & (length - 1) and ragged < pow2_at_most(want) <= groups and \
-                _busy(vectors, threads, ragged) >= _busy(vectors, threads, pow2_at_most(want)):
+        if length & (length - 1) and ragged < want <= groups and \
+                _busy(vectors, threads, ragged) >= _busy(vectors, threads, want):
             want = ragged
     else:
         want, least = max(groups, CHUNK_BYTES // max(row_bytes, 1)), max(1, groups // 8)
