@@ -225,7 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the planner's plan with softmax's e^x by expf, beside")
     parser.add_argument("--setting", action="append", type=parse_setting, default=[],
                         metavar="NAME=VALUE", help="the planner's plan with ops/rows.py's "
-                        "NAME set to VALUE, beside")
+                        "NAME (or reduction.NAME: ops/programs/reduction.py's) set to "
+                        "VALUE, beside")
     parser.add_argument("--mib", type=int, default=fused.TOTAL_BYTES >> 20,
                         help="the input's size in MiB")
     parser.add_argument("--reps", type=int, default=150)
