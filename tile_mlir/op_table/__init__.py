@@ -272,7 +272,8 @@ _ROWS = (
     _logical("logical_and", 2, b.logical("andi")),
     _logical("logical_or", 2, b.logical("ori")),
     # special
-    EwOp("where", 3, b.where, r.where, FIB, "same", "special", keep=(0,), exact=True),
+    EwOp("where", 3, b.where, r.where, FIB, "same", "special", keep=(0,), exact=True,
+         native=NARROW),
     EwOp("clamp", 3, b.clamp, r.clamp, FI, "same", "special", exact=True),
     EwOp("masked_fill", 3, b.masked_fill, r.masked_fill, FIB, "same", "special", keep=(1,),
          exact=True),
