@@ -226,7 +226,8 @@ gpu.module @m {
 
 // fp8 computes in f32: it widens with the packed cvt (pairs of bytes) and narrows with
 // the saturating one (the second of each pair as its first operand); e5m2 keeps Inf:
-// what saturated (|x| >= 61440) moves up one step. vector_bytes = 1: one element per
+// what saturated (|x| >= 61440) moves up one step, added to a word of the bytes (here
+// the pair's i16; four bytes' i32 in wider accesses). vector_bytes = 1: one element per
 // access, its pair padded with a zero. (gmem forced: by default one fp8 input and a
 // scalar take elementwise/lut, lowering/elementwise-lut.mlir.)
 // CHECK-LABEL: gpu.func @fp8
@@ -241,8 +242,9 @@ gpu.module @m {
 // CHECK:   %[[X:.*]] = arith.mulf
 // CHECK:   %[[PAIR:.*]] = nvvm.convert.f32x2.to.f8x2 %{{.*}}, %[[X]] {{.*}}(f8E5M2)
 // CHECK:   %[[BIG:.*]] = arith.cmpf oge
-// CHECK:   %[[STEP:.*]] = arith.extui %[[BIG]]
-// CHECK:   arith.addi %[[PAIR]], %[[STEP]] : vector<2xi8>
+// CHECK:   %[[WORD:.*]] = vector.bitcast %[[PAIR]] : vector<2xi8> to vector<1xi16>
+// CHECK:   %[[STEP:.*]] = arith.ori
+// CHECK:   arith.addi %[[WORD]], {{.*}} : vector<1xi16>
 // CHECK:   memref.store {{.*}} : memref<1024xf8E5M2>
 gpu.module @m {
   gpu.func @fp8(%a: memref<1024xf8E4M3FN>, %b: memref<1024xf8E5M2>, %s: f32) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
