@@ -633,7 +633,7 @@ def softplus(args: list[Value], ty: Type) -> Value:
     taken once, of the scalar (an IEEE division per element held the f16/bf16 rows at
     0.85x of Inductor, which divides approximately); the product is within one rounding
     of the quotient, and exact for the default beta = 1."""
-    return _softplus(args, ty, lambda y: mlir_math.log1p(mlir_math.exp(y)))
+    return _softplus(args, ty, lambda y: _log1p_exp(y, special=True))
 
 
 def _softplus(args: list[Value], ty: Type, log1p_exp: Callable[[Value], Value]) -> Value:
@@ -683,15 +683,45 @@ def _log1p_exp_mufu(y: Value, ty: Type) -> Value:
     return arith.select(compare("ge", y, const(ty, EXP_OVERFLOW)), const(ty, math.inf), total)
 
 
+F32_MAX = 3.4028234663852886e38
+"""The largest finite f32."""
+
+
+def _log1p_exp(y: Value, *, special: bool) -> Value:
+    """log1p(exp(y)) by libdevice's expf and log1pf (torch's functions: its results bit for
+    bit), log1pf's argument capped at F32_MAX and each lane's cap told to LLVM (an
+    llvm.assume that its bits are below Inf's), which then folds away log1pf's branch
+    for Inf, NaN and negative arguments: if-converted, that branch ran in every element
+    (6 of the 53 SASS instructions an element of f32 mish). The cap moves only exp(y) =
+    Inf (y > 88.72) and NaN y, to log1p(F32_MAX) = 88.72: with `special` those lanes
+    take exp(y) back (Inf, NaN), as log1pf gives them; without, the caller's result is
+    the same either way (mish: tanh(88.72) is 1, as tanh(Inf), and x is NaN)."""
+    e = mlir_math.exp(y)
+    if emit.element_type(y.type) != ir.F32Type.get():  # the cap and its bits are f32's
+        return mlir_math.log1p(e)
+    capped = arith.minnumf(e, const(y.type, F32_MAX))
+    i32 = ir.IntegerType.get_signless(32)
+    lanes = [vector.extract(capped, [], [k]) for k in range(_lanes(y.type))] \
+        if isinstance(y.type, ir.VectorType) else [capped]
+    for lane in lanes:
+        finite = arith.cmpi(arith.CmpIPredicate.ult, arith.bitcast(i32, lane),
+                            const(i32, 0x7F800000))
+        llvm.intr_assume(finite, [], [])
+    result = mlir_math.log1p(capped)
+    if not special:
+        return result
+    unbounded = arith.cmpf(arith.CmpFPredicate.UGE, e, const(y.type, math.inf))  # Inf or NaN
+    return arith.select(unbounded, e, result)
+
+
 def mish(args: list[Value], _: Type) -> Value:
     """x * tanh(log1p(exp(x))): libdevice's expf, log1pf and tanhf, torch's own, so that
-    f32 results are torch's bit for bit. Their ~59 PTX instructions an element hold f32
-    mish at 2.96 TB/s on an H100 (bench/part2.py at 2^24-2^28; torch's 3.02-3.04, gelu's
-    33 instructions 3.03-3.05): mish_narrow's n / (n + 2) with expf and an IEEE division
-    would take ~25, but up to 6-7 ulps from the exact result (3.6 with a correctly
-    rounded exp; torch's chain ~3), so f32 keeps torch's functions."""
+    f32 results are torch's bit for bit (log1p(exp(x)) by _log1p_exp: 47 SASS
+    instructions an element, not 53). mish_narrow's n / (n + 2) with expf and an IEEE
+    division would take ~25, but up to 6-7 ulps from the exact result (3.6 with a
+    correctly rounded exp; torch's chain ~3), so f32 keeps torch's functions."""
     x = args[0]
-    return arith.mulf(x, mlir_math.tanh(mlir_math.log1p(mlir_math.exp(x))))
+    return arith.mulf(x, mlir_math.tanh(_log1p_exp(x, special=False)))
 
 
 MISH_SATURATES = 20.0
