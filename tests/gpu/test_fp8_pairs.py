@@ -7,7 +7,7 @@ is the float64 result of op_table's reference rounded as the kernels round
 (ops_check.rounded: e5m2 to Inf past its largest finite value, e4m3fn saturating; NaN
 kept; maximum and minimum order -0 below +0, as arith's maximumf and minimumf). The
 pairs cover every overflow of a sum, a difference or a product (57344 + 57344, Inf -
-Inf), every NaN and both zeros. `where` takes both values as they are:
+Inf), every NaN and both zeros. `where` runs in the fp8 type itself (op_table's native):
 its bytes must be the chosen input's, NaN payloads included.
 """
 
