@@ -639,7 +639,8 @@ def with_edges(pick: Callable[[int], Plan], n: int, vec: int, wide: int, *,
     if taken is not None and taken.geometry.strategy == "warp":  # SCALAR_WARP
         return taken
     warp_cta = taken is not None
-    g, reason = (taken or plan).geometry, (taken or plan).reason
+    base = taken or plan
+    g, reason = base.geometry, base.reason
     if g.strategy not in EDGE_STRATEGIES:
         return pick(vec)
     if warp_cta and inputs > 1:  # its threads as taken; a stack of them where M allows
