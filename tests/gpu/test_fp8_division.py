@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import ops_check
 
 import tile_mlir
 from tile_mlir.dtypes import DTYPES, FP8
@@ -42,10 +43,8 @@ def _kernels(dtype: str) -> str:
 def test_every_pair_rounds_as_the_ieee_division(dtype: str) -> None:
     program = tile_mlir.compile(_kernels(dtype))
     assert "div.approx.f32" in program.ptx["m"]
-    np_dtype = DTYPES[dtype].np_dtype()
-    bits = np.arange(N, dtype=np.uint32)
-    a = (bits & 0xFF).astype(np.uint8).view(np_dtype)
-    b = (bits >> 8).astype(np.uint8).view(np_dtype)
+    a, b = ops_check.every_pair(dtype)
+    np_dtype = a.dtype
     fast = np.full(N, 0x55, np.uint8).view(np_dtype)
     slow = np.full(N, 0xAA, np.uint8).view(np_dtype)
     program.kernel("approx")(a, b, fast)

@@ -45,13 +45,6 @@ def _kernels(dtype: str) -> str:
     return "gpu.module @m {\n" + "\n".join(funcs) + "\n}"
 
 
-def _pairs(dtype: str) -> tuple[np.ndarray, np.ndarray]:
-    np_dtype = DTYPES[dtype].np_dtype()
-    bits = np.arange(N, dtype=np.uint32)
-    return ((bits & 0xFF).astype(np.uint8).view(np_dtype),
-            (bits >> 8).astype(np.uint8).view(np_dtype))
-
-
 def _differ(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     """Where the bytes differ, NaNs of any payload counted equal."""
     same = (got.view(np.uint8) == want.view(np.uint8)) | \
@@ -68,7 +61,7 @@ def compiled(request: pytest.FixtureRequest) -> tuple[str, Program]:
 def test_every_pair_rounds_as_float64(compiled: tuple[str, Program], op: str
                                       ) -> None:
     dtype, program = compiled
-    a, b = _pairs(dtype)
+    a, b = ops_check.every_pair(dtype)
     y = np.full(N, 0x55, np.uint8).view(a.dtype)
     program.kernel(op)(a, b, y)
     x, z = a.astype(np.float64), b.astype(np.float64)
@@ -89,7 +82,7 @@ def test_every_pair_rounds_as_float64(compiled: tuple[str, Program], op: str
 
 def test_where_keeps_the_chosen_bytes(compiled: tuple[str, Program]) -> None:
     dtype, program = compiled
-    a, b = _pairs(dtype)
+    a, b = ops_check.every_pair(dtype)
     condition = np.random.default_rng(7).random(N) < 0.5
     y = np.full(N, 0x55, np.uint8).view(a.dtype)
     program.kernel("where")(condition, a, b, y)

@@ -198,6 +198,15 @@ def inputs(case: Case, rng: np.random.Generator) -> list[Any]:
             for n, shape in enumerate(case.shapes)]
 
 
+def every_pair(dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of values of an 8-bit dtype: a of byte i % 256 and b of byte i // 256
+    (65536 of each; the exhaustive fp8 tests)."""
+    np_dtype = DTYPES[dtype].np_dtype()
+    bits = np.arange(1 << 16, dtype=np.uint32)
+    return ((bits & 0xFF).astype(np.uint8).view(np_dtype),
+            (bits >> 8).astype(np.uint8).view(np_dtype))
+
+
 # ------------------------------------------------------------ expectations
 
 
