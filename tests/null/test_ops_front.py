@@ -348,6 +348,21 @@ def test_the_command_line_explains_an_elementwise_op(capsys: pytest.CaptureFixtu
         assert message in capsys.readouterr().err
 
 
+def test_the_command_line_explains_a_row_op_for_a_target(capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """--explain for a fused row op takes --target's device model: an H200's largest CTAs
+    of 16-bit rows prefetch the rows ahead (rows.CTA_AHEAD_BYTES), an H100's do not."""
+    from tile_mlir.ops.__main__ import main
+
+    said = {}
+    for target in ("sm_90-nvidia-h200", "sm_90-nvidia-h100-80gb-hbm3"):
+        assert main(["--explain", "softmax:8192x16384:bf16", "--target", target]) == 0
+        said[target] = capsys.readouterr().out
+    assert "a row of 16384 fits one CTA of 512 threads" in said["sm_90-nvidia-h200"]
+    assert "prefetches the row 256 rows on" in said["sm_90-nvidia-h200"]
+    assert "prefetches" not in said["sm_90-nvidia-h100-80gb-hbm3"]
+
+
 def test_the_shipped_choices_are_candidates_of_known_keys() -> None:
     """Each file under ops/tuned names real (family, dtype, size class) keys, or (op, dtype,
     size class) keys of an op of the registry, each with a strategy the autotuner tries,

@@ -103,20 +103,35 @@ def test_the_row_planner_takes_16_ctas_clusters_on_whole_hoppers_only(
         rows.largest_cluster.cache_clear()
 
 
-def test_the_largest_ctas_of_16_bit_rows_prefetch_the_rows_ahead() -> None:
-    """CTA_AHEAD_BYTES on, for a CTA of MAX_CTA // 2 threads a row of 16-bit elements of an
-    op of one input; not for f32 rows, two inputs, smaller CTAs or a row with edges."""
-    def ahead(m: int, n: int, vec: int, itemsize: int, inputs: int = 1) -> int:
-        return rows.choose(m, n, vec, 16, itemsize=itemsize, inputs=inputs).geometry.ahead
+H200 = "sm_90-nvidia-h200"
 
+
+def test_the_largest_ctas_of_16_bit_rows_prefetch_the_rows_ahead() -> None:
+    """CTA_AHEAD_BYTES on an H200, for a CTA of MAX_CTA // 2 threads a row of 16-bit
+    elements of an op of one input; not for f32 rows, two inputs, smaller CTAs or a row
+    with edges; nor on an H100 (slower with it), a bare chip or no GPU."""
+    bytes_ahead = rows.cta_ahead_bytes(H200)
+
+    def ahead(m: int, n: int, vec: int, itemsize: int, inputs: int = 1) -> int:
+        return rows.choose(m, n, vec, 16, itemsize=itemsize, inputs=inputs,
+                           cta_ahead=bytes_ahead).geometry.ahead
+
+    assert bytes_ahead == 8 << 20
     assert ahead(8192, 16384, 8, 2) == 256  # 8 MiB of rows of 32 KiB
-    assert ahead(8192, 12288, 8, 2) == rows.CTA_AHEAD_BYTES // (12288 * 2)  # 512 threads too
+    assert ahead(8192, 12288, 8, 2) == bytes_ahead // (12288 * 2)  # 512 threads too
     assert "each CTA prefetches the row 256 rows on into L2" in \
-        rows.explain("layer_norm", (8192, 16384), "f16")
+        rows.explain("layer_norm", (8192, 16384), "f16", target=H200)
     assert ahead(2048, 16384, 4, 4) == 0  # f32: twice the bytes a thread already
     assert ahead(8192, 16384, 8, 2, inputs=2) == 0  # the fused add's two arrays of rows
     assert ahead(32768, 4096, 8, 2) == 0  # 128 threads: more CTAs an SM
-    edges = rows.with_edges(lambda v: rows.choose(8192, 16385, v, 16, itemsize=2), 16385,
+    for target in ("sm_90-nvidia-h100-80gb-hbm3", "sm_90", None):
+        assert rows.cta_ahead_bytes(target) == 0
+        assert "prefetches" not in rows.explain("layer_norm", (8192, 16384), "f16",
+                                                target=target)
+    assert rows.choose(8192, 16384, 8, 16, itemsize=2).geometry == \
+        Geometry("cta", 8, 512)  # the same CTA, no rows ahead
+    edges = rows.with_edges(lambda v: rows.choose(8192, 16385, v, 16, itemsize=2,
+                                                  cta_ahead=bytes_ahead), 16385,
                             1, 8)  # its CTA halved (EDGE_CTA_SHARE): no prefetch
     assert edges.geometry == Geometry("cta", 8, 256, edges=True), edges.reason
     assert "prefetches" not in edges.reason

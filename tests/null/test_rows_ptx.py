@@ -86,6 +86,10 @@ def _compiled(program: LangProgram) -> tuple[str, int]:
     return ptx, int(found.group(1))
 
 
+H200_CTA_AHEAD = rows.cta_ahead_bytes("sm_90-nvidia-h200")
+"""Bytes of rows an H200's largest CTAs of 16-bit rows prefetch ahead (an H100's none):
+the cases take an H200's plans."""
+
 CASES = [
     # op, M, N, dtype: the planner's choice for them (sm_90)
     ("softmax", 4096, 1024, "bf16"),  # cta: 128 threads, a vector each
@@ -94,7 +98,7 @@ CASES = [
     ("rms_norm", 8192, 4096, "bf16"),  # cta
     ("layer_norm", 2048, 16384, "f32"),
     ("fused_add_rms_norm", 8192, 16384, "bf16"),
-    ("softmax", 8192, 16384, "bf16"),  # cta: 512 threads, 256 rows ahead (CTA_AHEAD_BYTES)
+    ("softmax", 8192, 16384, "bf16"),  # cta: 512 threads, 256 rows ahead (an H200's)
     ("softmax", 1024, 65536, "bf16"),  # cluster of 8 CTAs of 128 threads
     ("layer_norm", 1024, 32768, "f32"),  # cluster of 4
     ("fused_add_rms_norm", 1024, 65536, "bf16"),
@@ -112,7 +116,7 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     plan = rows.choose(m, n, rows.vector_width(n, dtype, []), clusters=16,
                        itemsize=DTYPES[dtype].bytes, inputs=rows.inputs_of(op),
                        early=rows.EARLY_PARTS.get(op, 0),
-                       f32_ahead=op in rows.F32_AHEAD)
+                       f32_ahead=op in rows.F32_AHEAD, cta_ahead=H200_CTA_AHEAD)
     g = plan.geometry
     assert g.early == (rows.EARLY_PARTS.get(op, 0) if g.strategy == "cluster" else 0)
     program = _program(op, g, m, n, dtype)
@@ -130,7 +134,7 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
     # its vectors of it (8 of 16 bytes a thread of 2^18 bf16 elements): 16-bit rows of up
     # to AHEAD_ROW_MAX bytes, and the F32_AHEAD families' f32 rows of LONG_ROW to
     # F32_ROW_MAX bytes; AHEAD_BYTES on, LONG_AHEAD_BYTES from LONG_ROW bytes; and a CTA of
-    # MAX_CTA // 2 threads a 16-bit row CTA_AHEAD_BYTES on
+    # MAX_CTA // 2 threads a 16-bit row an H200's CTA_AHEAD_BYTES on
     size = DTYPES[dtype].bytes
     row = n * size
     fetches = -(-row // 16 // g.lanes) if g.ahead else 0
@@ -142,7 +146,7 @@ def test_the_planned_program_compiles_to_fast_ptx(op: str, m: int, n: int, dtype
         assert g.ahead == distance // row
     elif g.strategy == "cta" and g.lanes == rows.MAX_CTA // 2 and size == 2 and \
             rows.inputs_of(op) == 1:
-        assert g.ahead == rows.CTA_AHEAD_BYTES // row
+        assert g.ahead == H200_CTA_AHEAD // row
     else:
         assert g.ahead == 0
     reductions, values = _rounds_and_values(op, g)

@@ -2,10 +2,10 @@
 
 --list prints every public op, one a line (the registry's elementwise ops and
 composites, then the reductions and the fused row ops); --explain OP:MxN:DTYPE says how
-a fused row op runs rows of that shape, which strategy an elementwise op runs arrays
-of that shape with and where the choice comes from (for this GPU, or for `--target`'s
-device: sm_90-nvidia-h200), or with an optional :DIM which kernels a reduction runs
-(reductions.explain); --markdown prints the reference of docs/ops.md
+a fused row op runs rows of that shape, or which strategy an elementwise op runs arrays
+of that shape with and where the choice comes from (each for this GPU, or for
+`--target`'s device: sm_90-nvidia-h200), or with an optional :DIM which kernels a
+reduction runs (reductions.explain); --markdown prints the reference of docs/ops.md
 (each op's signature in torch's terms and its summary, from the functions'
 docstrings), which a null-tier test keeps identical to the document.
 """
@@ -86,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
                              "comes from; or a reduction's kernels over DIM (default -1; "
                              "0,2; all) of a contiguous array (sum:8192x8192:bf16:0)")
     parser.add_argument("--target", metavar="CHIP[-MODEL]",
-                        help="the device an elementwise --explain is for, as the tuned "
-                             "files name it (sm_90-nvidia-h200; sm_90: the chip's base "
-                             "choices); default: this machine's GPU")
+                        help="the device an elementwise or fused row op's --explain is "
+                             "for, as the tuned files name it (sm_90-nvidia-h200; sm_90: "
+                             "the chip's base choices); default: this machine's GPU")
     args = parser.parse_args(argv)
     if args.markdown:
         return _print(reference())
@@ -128,12 +128,12 @@ def _explain(parser: argparse.ArgumentParser, text: str, target: str | None) -> 
         if op in reductions.NAMES:
             dim = _dim(over[0]) if over else -1
             return _print(reductions.explain(op, dims, dtype, dim) + "\n")
-        if op in rows.NAMES:
-            return _print(rows.explain(op, dims, dtype) + "\n")
         if target is not None:
             target = strategy.checked_target(target, "--target")
-        return _print(elementwise.explain(op, dims, dtype, target or kernels.tuning_target(0))
-                      + "\n")
+        target = target or kernels.tuning_target(0)
+        if op in rows.NAMES:
+            return _print(rows.explain(op, dims, dtype, target=target) + "\n")
+        return _print(elementwise.explain(op, dims, dtype, target) + "\n")
     except ValueError as e:
         parser.error(str(e))
 

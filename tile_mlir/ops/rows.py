@@ -141,11 +141,12 @@ mailboxes). The fused add + RMSNorm reads two arrays of rows and prefetches neit
 2^18 2.84 -> 2.48-2.64 at 5-7 MiB of both; 6 MiB of x's alone 2.895 -> 2.72, of r's
 2.79; bf16 2^18 at 6 MiB 2.92 -> 2.89 and 2.88, bf16 2^16 at 4 MiB 3.12 -> 2.87 and
 2.93)."""
-CTA_AHEAD_BYTES = 8 << 20
+CTA_AHEAD_BYTES: dict[str, int] = {"nvidia-h200": 8 << 20}
 """Bytes of input rows ahead that the largest planned CTAs of a row prefetch into L2
 (`_cta_ahead`: MAX_CTA // 2 threads, 16-bit elements, ops of one input: rows of 8193 to
-16384 elements, two CTAs an SM), as a cluster's do: with only two CTAs an SM, both
-often reduce at once, with nothing of their own in flight. Measured on an H200 (rows of
+16384 elements, two CTAs an SM), as a cluster's do, on the device models where that was
+measured faster (strategy.target's slug: `cta_ahead_bytes`): with only two CTAs an SM,
+both often reduce at once, with nothing of their own in flight. Measured on an H200 (rows of
 16384 at 256 MiB, one process, the distances and torch interleaved, 150 repetitions,
 TB/s; none, 4, 8, 12, 16 MiB on): softmax bf16 3.75, 3.86, 3.94, 3.79, 3.18;
 log_softmax 3.77, 3.86, 3.91, 3.76, 3.17; layer norm 3.97, 4.03, 4.14, 3.61, 3.20;
@@ -156,7 +157,23 @@ CTAs, whose SMs hold more of them, lose by it: softmax bf16 rows of 4096 (128 th
 bytes a thread) 4.21 -> 4.14 and 4.15; layer norm bf16 rows of 8191 (edges) 2.99 ->
 3.00 and 2.99. bench/fused.py's bf16 rows of 16384 (128 MiB, another process): softmax
 3.70 -> 3.84, log_softmax 3.70 -> 3.76, layer norm 3.89 -> 3.96, RMSNorm 4.09 -> 4.05
-(torch.compile 4.07 -> 4.03 beside it)."""
+(torch.compile 4.07 -> 4.03 beside it). On an H100 the same CTAs lost by it: bench/fused.py's
+bf16 rows of 16384 ran 3.10-3.14 TB/s without it (softmax 3.10, log_softmax 3.10,
+RMSNorm 3.14, layer norm 3.10; 2026-11-26) and 2.90-2.97 with it (2.92, 2.91, 2.97,
+2.90; 2026-12-07), while between the two runs every other case of the 50 the two tables
+share (the fused add's rows of 16384 among them: two inputs, no prefetch) moved within
+-0.6% and +1.8% and torch.compile's within 1.5%. Two runs of two processes, not an
+A/B in one: bench/rows_ab.py's `--setting` on an H100 would be one."""
+
+
+def cta_ahead_bytes(target: str | None) -> int:
+    """CTA_AHEAD_BYTES of the device a target names (`sm_90-nvidia-h200`): 0 for another
+    model, a bare chip (`sm_90`) or no GPU (None)."""
+    model = target.split("-", 1)[1] if target and "-" in target else ""
+    return CTA_AHEAD_BYTES.get(model, 0)
+
+
+
 EARLY_PARTS = {"rms_norm": 2, "fused_add_rms_norm": 2}
 """Parts of the weight each thread of a cluster reads into registers right after its row,
 before the reductions (Geometry.early), per op family that has a weight; the other parts
@@ -239,13 +256,14 @@ def _cta(nv: int, vec: int, most: int) -> Plan | None:
                    "warps through shared memory (one barrier each)")
 
 
-def _cta_ahead(plan: Plan, n: int, itemsize: int, inputs: int) -> Plan:
-    """`plan` prefetching CTA_AHEAD_BYTES of rows on, where it is a CTA of MAX_CTA // 2
-    threads a row of 16-bit elements of an op of one input."""
+def _cta_ahead(plan: Plan, n: int, itemsize: int, inputs: int, bytes_ahead: int) -> Plan:
+    """`plan` prefetching `bytes_ahead` of rows on (the device's CTA_AHEAD_BYTES), where it
+    is a CTA of MAX_CTA // 2 threads a row of 16-bit elements of an op of one input."""
     g = plan.geometry
-    if g.strategy != "cta" or g.lanes != MAX_CTA // 2 or itemsize != 2 or inputs != 1:
+    if not bytes_ahead or g.strategy != "cta" or g.lanes != MAX_CTA // 2 or \
+            itemsize != 2 or inputs != 1:
         return plan
-    ahead = max(1, CTA_AHEAD_BYTES // (n * itemsize))
+    ahead = max(1, bytes_ahead // (n * itemsize))
     return Plan(replace(g, ahead=ahead),
                 f"{plan.reason}; each CTA prefetches the row {ahead} rows on into L2")
 
@@ -296,7 +314,7 @@ def _split(nv: int, vec: int, clusters: int) -> Plan:
 
 
 def choose(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: int = 1,
-           early: int = 0, f32_ahead: bool = False) -> Plan:
+           early: int = 0, f32_ahead: bool = False, cta_ahead: int = 0) -> Plan:
     """The strategy for m rows of n elements accessed `vec` at a time (see the module
     docstring of programs/rows.py): a group of lanes (of at most 16: a row a whole
     warp would hold takes a CTA, `_whole_warp`), a CTA, a cluster (of at most
@@ -304,13 +322,15 @@ def choose(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: in
     first that holds the row in registers. A cluster prefetches the rows ahead that
     `_ahead` gives for `inputs` arrays of rows of `itemsize`-byte elements (of 4-byte ones
     too where `f32_ahead`: F32_AHEAD), and reads `early` parts of the weight with the row
-    (EARLY_PARTS)."""
+    (EARLY_PARTS); the largest CTAs of 16-bit rows prefetch `cta_ahead` bytes of rows on
+    (the device's CTA_AHEAD_BYTES: cta_ahead_bytes)."""
     nv = n // vec
     found = _whole_warp(nv, vec, itemsize) or _warp(m, nv, vec) or \
         _cta(nv, vec, MAX_CTA // 2) or \
         _cluster(nv, vec, clusters, _ahead(n, itemsize, inputs, f32_ahead), early) or \
         _cta(nv, vec, MAX_CTA)
-    plan = _cta_ahead(found, n, itemsize, inputs) if found else _split(nv, vec, clusters)
+    plan = _cta_ahead(found, n, itemsize, inputs, cta_ahead) if found else \
+        _split(nv, vec, clusters)
     if nv * vec != n:  # rows with edges: the strategies count the whole vectors
         return Plan(plan.geometry, plan.reason.replace(f"a row of {nv * vec} ",
                                                        f"a row of {n} ", 1))
@@ -404,17 +424,24 @@ def plan_for(m: int, n: int, vec: int, device: int, *, itemsize: int, inputs: in
         return with_edges(lambda width: forced.plan(m, n, width), n, vec, wide, planned=False)
     return chosen(m, n, vec, largest_cluster(device), itemsize=itemsize, inputs=inputs,
                   early=early, f32_ahead=f32_ahead, wide=wide, stacks=stacks,
-                  scalar_warp=scalar_warp)
+                  scalar_warp=scalar_warp, cta_ahead=device_cta_ahead(device))
+
+
+def device_cta_ahead(device: int) -> int:
+    """The device's CTA_AHEAD_BYTES (by its tuning target: the chip and the model), read
+    at each plan (bench/rows_ab.py's --setting CTA_AHEAD_BYTES={} takes it away)."""
+    return cta_ahead_bytes(kernels.tuning_target(device))
 
 
 def chosen(m: int, n: int, vec: int, clusters: int, *, itemsize: int, inputs: int,
            early: int, f32_ahead: bool, wide: int, stacks: int = 0,
-           scalar_warp: bool = False) -> Plan:
-    """The planner's plan (`choose`, `with_edges`) for a GPU of `clusters` (plan_for's and
-    explain's)."""
+           scalar_warp: bool = False, cta_ahead: int = 0) -> Plan:
+    """The planner's plan (`choose`, `with_edges`) for a GPU of `clusters` whose largest
+    CTAs of 16-bit rows prefetch `cta_ahead` bytes on (plan_for's and explain's)."""
     return with_edges(
         lambda width: choose(m, n, width, clusters, itemsize=itemsize, inputs=inputs,
-                             early=early, f32_ahead=f32_ahead), n, vec, wide, inputs=inputs,
+                             early=early, f32_ahead=f32_ahead, cta_ahead=cta_ahead),
+        n, vec, wide, inputs=inputs,
         stack=(m, stacks) if stacks else None, scalar_warp=scalar_warp)
 
 
@@ -719,9 +746,10 @@ def inputs_of(op: str) -> int:
 
 
 def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
-            clusters: int = LARGEST_CLUSTER) -> str:
+            clusters: int = LARGEST_CLUSTER, target: str | None = None) -> str:
     """Why the planner runs `op` over the last dim of a contiguous `shape` as it does
-    (rms_norm as called with a weight)."""
+    (rms_norm as called with a weight) on a GPU of `clusters` and of the tuning target
+    `target` (`sm_90-nvidia-h200`; None: no model's measured choices, CTA_AHEAD_BYTES)."""
     if op not in NAMES or dtype not in SUPPORTED:
         raise ValueError(f"explain: {op} {dtype}: the row ops are {', '.join(NAMES)}, on "
                          f"{', '.join(SUPPORTED)}")
@@ -737,7 +765,7 @@ def explain(op: str, shape: Sequence[int], dtype: str = "f32", *,
                   inputs=inputs_of(op), early=EARLY_PARTS.get(op, 0),
                   f32_ahead=op in F32_AHEAD, scalar_warp=family in SCALAR_WARP,
                   wide=edge_width(family, itemsize),
-                  stacks=STACKS.get(family, 0))
+                  stacks=STACKS.get(family, 0), cta_ahead=cta_ahead_bytes(target))
     g, reason = plan.geometry, plan.reason
     if g.vec * itemsize < ACCESS_BYTES:
         reason += (f"; each row is read {g.vec} element{'s' if g.vec > 1 else ''} at a time "
