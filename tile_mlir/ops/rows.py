@@ -146,9 +146,9 @@ CTA_AHEAD_BYTES: dict[str, int] = {"nvidia-h200": 8 << 20}
 (`_cta_ahead`: MAX_CTA // 2 threads, 16-bit elements, ops of one input: rows of 8193 to
 16384 elements, two CTAs an SM), as a cluster's do, on the device models where that was
 measured faster (strategy.target's slug: `cta_ahead_bytes`): with only two CTAs an SM,
-both often reduce at once, with nothing of their own in flight. Measured on an H200 (rows of
-16384 at 256 MiB, one process, the distances and torch interleaved, 150 repetitions,
-TB/s; none, 4, 8, 12, 16 MiB on): softmax bf16 3.75, 3.86, 3.94, 3.79, 3.18;
+both often reduce at once, with nothing of their own in flight. Measured on an H200
+(rows of 16384 at 256 MiB, one process, the distances and torch interleaved, 150
+repetitions, TB/s; none, 4, 8, 12, 16 MiB on): softmax bf16 3.75, 3.86, 3.94, 3.79, 3.18;
 log_softmax 3.77, 3.86, 3.91, 3.76, 3.17; layer norm 3.97, 4.03, 4.14, 3.61, 3.20;
 RMSNorm 4.14, 4.25, 4.17, 3.70, 3.28 (torch.compile 1.85, 2.39, 4.09, 4.17). Smaller
 CTAs, whose SMs hold more of them, lose by it: softmax bf16 rows of 4096 (128 threads)
@@ -157,13 +157,14 @@ CTAs, whose SMs hold more of them, lose by it: softmax bf16 rows of 4096 (128 th
 bytes a thread) 4.21 -> 4.14 and 4.15; layer norm bf16 rows of 8191 (edges) 2.99 ->
 3.00 and 2.99. bench/fused.py's bf16 rows of 16384 (128 MiB, another process): softmax
 3.70 -> 3.84, log_softmax 3.70 -> 3.76, layer norm 3.89 -> 3.96, RMSNorm 4.09 -> 4.05
-(torch.compile 4.07 -> 4.03 beside it). On an H100 the same CTAs lost by it: bench/fused.py's
-bf16 rows of 16384 ran 3.10-3.14 TB/s without it (softmax 3.10, log_softmax 3.10,
-RMSNorm 3.14, layer norm 3.10; 2026-11-26) and 2.90-2.97 with it (2.92, 2.91, 2.97,
-2.90; 2026-12-07), while between the two runs every other case of the 50 the two tables
-share (the fused add's rows of 16384 among them: two inputs, no prefetch) moved within
--0.6% and +1.8% and torch.compile's within 1.5%. Two runs of two processes, not an
-A/B in one: bench/rows_ab.py's `--setting` on an H100 would be one."""
+(torch.compile 4.07 -> 4.03 beside it). On an H100 the same CTAs lost by it:
+bench/fused.py's bf16 rows of 16384 ran 3.10-3.14 TB/s without it (softmax 3.10,
+log_softmax 3.10, RMSNorm 3.14, layer norm 3.10; 2026-11-26) and 2.90-2.97 with it
+(2.92, 2.91, 2.97, 2.90; 2026-12-07), while between the two runs every other case of
+the 50 the two tables share (the fused add's rows of 16384 among them: two inputs, no
+prefetch) moved within -0.6% and +1.8%, torch.compile's within -1.5% and +2.2%. Two
+runs of two processes, not an A/B in one: bench/rows_ab.py's `--setting` on an H100
+would be one."""
 
 
 def cta_ahead_bytes(target: str | None) -> int:
@@ -171,7 +172,6 @@ def cta_ahead_bytes(target: str | None) -> int:
     model, a bare chip (`sm_90`) or no GPU (None)."""
     model = target.split("-", 1)[1] if target and "-" in target else ""
     return CTA_AHEAD_BYTES.get(model, 0)
-
 
 
 EARLY_PARTS = {"rms_norm": 2, "fused_add_rms_norm": 2}
