@@ -141,11 +141,11 @@ mailboxes). The fused add + RMSNorm reads two arrays of rows and prefetches neit
 2^18 2.84 -> 2.48-2.64 at 5-7 MiB of both; 6 MiB of x's alone 2.895 -> 2.72, of r's
 2.79; bf16 2^18 at 6 MiB 2.92 -> 2.89 and 2.88, bf16 2^16 at 4 MiB 3.12 -> 2.87 and
 2.93)."""
-CTA_AHEAD_BYTES: dict[str, int] = {"nvidia-h200": 8 << 20}
+CTA_AHEAD_BYTES: dict[str, int] = {"sm_90-nvidia-h200": 8 << 20}
 """Bytes of input rows ahead that the largest planned CTAs of a row prefetch into L2
 (`_cta_ahead`: MAX_CTA // 2 threads, 16-bit elements, ops of one input: rows of 8193 to
 16384 elements, two CTAs an SM), as a cluster's do, on the device models where that was
-measured faster (strategy.target's slug: `cta_ahead_bytes`): with only two CTAs an SM,
+measured faster (by strategy.target: `cta_ahead_bytes`): with only two CTAs an SM,
 both often reduce at once, with nothing of their own in flight. Measured on an H200
 (rows of 16384 at 256 MiB, one process, the distances and torch interleaved, 150
 repetitions, TB/s; none, 4, 8, 12, 16 MiB on): softmax bf16 3.75, 3.86, 3.94, 3.79, 3.18;
@@ -170,8 +170,7 @@ would be one."""
 def cta_ahead_bytes(target: str | None) -> int:
     """CTA_AHEAD_BYTES of the device a target names (`sm_90-nvidia-h200`): 0 for another
     model, a bare chip (`sm_90`) or no GPU (None)."""
-    model = target.split("-", 1)[1] if target and "-" in target else ""
-    return CTA_AHEAD_BYTES.get(model, 0)
+    return CTA_AHEAD_BYTES.get(target or "", 0)
 
 
 EARLY_PARTS = {"rms_norm": 2, "fused_add_rms_norm": 2}
