@@ -74,7 +74,7 @@ def test_no_candidate_ran(tuner: list[str], monkeypatch: pytest.MonkeyPatch) -> 
         return {}  # time_candidates logs each candidate that failed and leaves it out
 
     monkeypatch.setattr(tune, "time_candidates", none_planned)
-    with pytest.raises(RuntimeError, match="no candidate ran for add, div f32"):
+    with pytest.raises(RuntimeError, match="no candidate ran for add, div, add@row f32"):
         tune.run([("add", "f32", 1 << 16)], tuner.append)
 
 
@@ -104,6 +104,37 @@ def test_a_family_key_weighs_its_sample_ops_alike(tuner: list[str],
     timed.clear()
     tune.run([("where", "f16", 1 << 26)], tuner.append, per_op=True)
     assert timed == ["where"]
+
+
+def test_a_row_sample_is_timed_as_a_bias_add() -> None:
+    """binary_arith's keys are timed on add over a broadcast row too (the rows scheme's
+    pieces run the family's choice): rows of ROW_WIDTH and one row, or one row of a
+    smaller size."""
+    assert tune.sample("add", "bf16") == ("add", "div", "add@row")
+    assert tune.sample("mul", "i32") == ("mul", "add", "add@row")  # div has no i32
+    shapes: list[tuple[int, ...]] = []
+
+    class FakeTorch:
+        bfloat16 = "bfloat16"
+
+        def randn(self, shape: tuple[int, ...], device: str) -> FakeTorch:
+            shapes.append(shape)
+            return self
+
+        def __mul__(self, scale: float) -> FakeTorch:
+            return self
+
+        def to(self, dtype: str) -> FakeTorch:
+            return self
+
+    assert len(tune._arguments(FakeTorch(), "add@row", "bf16", 1 << 26)) == 2
+    assert shapes == [(1 << 14, tune.ROW_WIDTH), (tune.ROW_WIDTH,)]
+    shapes.clear()
+    tune._arguments(FakeTorch(), "add@row", "bf16", 1 << 10)
+    assert shapes == [(1, 1 << 10), (1 << 10,)]
+    shapes.clear()
+    tune._arguments(FakeTorch(), "add", "bf16", 1 << 26)
+    assert shapes == [(1 << 26,), (1 << 26,)]
 
 
 def test_the_default_stays_unless_a_candidate_beats_it_by_the_margin() -> None:

@@ -64,7 +64,24 @@ REPRESENTATIVE = {"unary_math": "exp", "binary_arith": "add", "activation": "sil
 """The op a run without --ops times for each family (the shipped choices were made on
 these)."""
 
-SAMPLES = {"unary_math": ("exp", "sqrt", "neg"), "binary_arith": ("add", "div"),
+ROW_SAMPLE = "@row"
+"""A sample's suffix: the op with its last tensor input a row of ROW_WIDTH elements
+broadcast over (numel / ROW_WIDTH, ROW_WIDTH), a bias add, which the kernel runs as
+pieces of rows (programs/elementwise.py's rows scheme) with the family's choice. Measured
+on an H100 (one process, torch.compile beside): binary_arith/bf16/2^26 tuned on add and
+div alone took 128x1 of 8 B, which ran the bias add bf16 65536x4096 at 2.91 TB/s against
+3.06 for 256x1 of 16 B and 3.07 for 512x1 (torch.compile 3.06), while add bf16 2^28 ran
+3.130 TB/s with it and 3.123-3.124 with those."""
+ROW_WIDTH = 4096
+
+
+def base_op(name: str) -> str:
+    """The library's op of a sample's name (add of add@row)."""
+    return name.removesuffix(ROW_SAMPLE)
+
+
+SAMPLES = {"unary_math": ("exp", "sqrt", "neg"),
+           "binary_arith": ("add", "div", "add" + ROW_SAMPLE),
            "activation": ("silu", "relu"), "special": ("where", "clamp", "isnan")}
 """The ops a family's key is also timed on, besides the one the run names (those of them
 with the key's dtype): a family's choice serves ops of other shapes and costs, and the
@@ -72,7 +89,9 @@ one that suits one op may not suit another. Measured on an H100 (bench/elementwi
 rows of 2^28, against the 16-byte choices before): with the 2^26 class tuned on exp and
 where alone, 8-byte vectors won those two and lost sqrt f32 3.04 -> 2.88 TB/s, clamp f16
 3.04 -> 2.83 and isnan f32 3.12 -> 2.75. A key's candidates are ranked by the geometric
-mean of their times over the ops (each op weighs the same, whatever its length)."""
+mean of their times over the ops (each op weighs the same, whatever its length). An op
+named with ROW_SAMPLE is timed as a bias add: its last tensor a row broadcast over the
+others' rows."""
 
 
 class MissingTorch(RuntimeError):
@@ -119,7 +138,7 @@ def _arguments(torch: Any, op: str, dtype: str, numel: int) -> list[Any]:
     """The op's arguments for a call of `numel` result elements: its tensors, then the
     scalars SCALAR_CALLS gives it. A gated op (family fused_gated: act(x[..., :N]) *
     x[..., N:]) takes one (numel / N, 2N) input."""
-    row = op_table.ELEMENTWISE[op]
+    row = op_table.ELEMENTWISE[base_op(op)]
 
     def make(kind: str, shape: tuple[int, ...] = (numel,)) -> Any:
         if kind == "bool":
@@ -132,7 +151,12 @@ def _arguments(torch: Any, op: str, dtype: str, numel: int) -> list[Any]:
     if row.family == "fused_gated":
         width = min(GATED_WIDTH, numel)
         return [make(dtype, (max(numel // width, 1), 2 * width))]
-    return [*(make("bool" if n in row.keep else dtype) for n in range(tensor_inputs(op))),
+    count = tensor_inputs(base_op(op))
+    if op.endswith(ROW_SAMPLE):
+        width = min(ROW_WIDTH, numel)
+        return [*(make(dtype, (numel // width, width)) for _ in range(count - 1)),
+                make(dtype, (width,))]
+    return [*(make("bool" if n in row.keep else dtype) for n in range(count)),
             *SCALAR_CALLS.get(op, ())]
 
 
@@ -152,7 +176,7 @@ def candidate_calls(op: str, dtype: str, numel: int, candidates: Sequence[Strate
     candidate's plans back into the plan cache first, so that it takes the fast path
     as a user's call does. Leaves no strategy forced."""
     torch = _torch()
-    fn = getattr(ops, op)
+    fn = getattr(ops, base_op(op))
     args = _arguments(torch, op, dtype, numel)
     calls: dict[Strategy, Callable[[], Any]] = {}
     try:
@@ -221,7 +245,8 @@ def pick(timings: dict[Strategy, float], anchor: Strategy, numel: int = 0) -> St
 def sample(op: str, dtype: str) -> tuple[str, ...]:
     """The ops a family key of op's is timed on: op, then its family's SAMPLES of dtype."""
     others = SAMPLES.get(op_table.ELEMENTWISE[op].family, ())
-    return (op, *(o for o in others if o != op and dtype in op_table.ELEMENTWISE[o].dtypes))
+    return (op, *(o for o in others
+                  if o != op and dtype in op_table.ELEMENTWISE[base_op(o)].dtypes))
 
 
 def tune_key(ops: Sequence[str], dtype: str, numel: int, log: Callable[[str], None], *,
