@@ -671,3 +671,40 @@ def test_a_call_runs_its_ops_own_tuned_choice(lean: tuple[Any, list[FakeDriver]]
         assert seen[1:] == [own, family]
     finally:
         strategy._choices.cache_clear()
+
+
+def test_a_bias_add_runs_its_familys_rows_choice(lean: tuple[Any, list[FakeDriver]],
+                                                 tmp_path: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch over rows (a row broadcast over a matrix's rows: a view of rank 2) is
+    planned with its family's rows key (strategy.ROWS); one over a flat run with the
+    family's, as is a launch over rows where the family has no rows key."""
+    from tile_mlir.ops import strategy
+    from tile_mlir.ops.programs.elementwise import ElementwiseProgram, Strategy
+
+    torch, _ = lean
+    monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(strategy, "SHIPPED", tmp_path / "shipped")
+    monkeypatch.setattr(kernels, "tuning_target", lambda device: "sm_90")
+    seen: list[Strategy] = []
+    load = kernels.load
+
+    def recording(program: KernelProgram, device: int) -> kernels.Loaded:
+        assert isinstance(program, ElementwiseProgram)
+        seen.append(program.sig.strategy)
+        return load(program, device)
+
+    monkeypatch.setattr(kernels, "load", recording)
+    strategy._choices.cache_clear()
+    try:
+        rows, family = Strategy(512, 16, 1, 1), Strategy(128, 8, 1, 1)
+        strategy.save("sm_90", {strategy.key("binary_arith" + strategy.ROWS, "f32", 1 << 12): rows,
+                                strategy.key("binary_arith", "f32", 1 << 12): family},
+                      {"device": "test"})
+        x, bias = _tensor(torch, (16, 256)), _tensor(torch, (256,))
+        ops.add(x, bias)
+        ops.add(x, x)
+        ops.lt(x, bias)  # comparison: no rows key, the family's (none: the default)
+        assert seen == [rows, family, strategy.default(1 << 12)]
+    finally:
+        strategy._choices.cache_clear()

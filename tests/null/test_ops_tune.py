@@ -74,7 +74,7 @@ def test_no_candidate_ran(tuner: list[str], monkeypatch: pytest.MonkeyPatch) -> 
         return {}  # time_candidates logs each candidate that failed and leaves it out
 
     monkeypatch.setattr(tune, "time_candidates", none_planned)
-    with pytest.raises(RuntimeError, match="no candidate ran for add, div, add@row f32"):
+    with pytest.raises(RuntimeError, match="no candidate ran for add, div f32"):
         tune.run([("add", "f32", 1 << 16)], tuner.append)
 
 
@@ -106,20 +106,26 @@ def test_a_family_key_weighs_its_sample_ops_alike(tuner: list[str],
     assert timed == ["where"]
 
 
-def test_a_row_sample_is_timed_as_a_bias_add() -> None:
-    """binary_arith's keys are timed on add over a broadcast row too (the rows scheme's
-    pieces run the family's choice): rows of ROW_WIDTH and one row, or one row of a
-    smaller size."""
-    assert tune.sample("add", "bf16") == ("add", "div", "add@row")
-    assert tune.sample("mul", "i32") == ("mul", "add", "add@row")  # div has no i32
-    shapes: list[tuple[int, ...]] = []
+def test_a_rows_key_is_timed_on_bias_adds() -> None:
+    """A family's rows key (strategy.ROWS) is timed on its samples of two tensor inputs or
+    more, each with its last input one row broadcast over the others' rows (ROW_WIDTH,
+    or a single row of a smaller size)."""
+    assert tune.sample("add", "bf16") == ("add", "div")
+    assert tune.sample("add", "bf16", rows=True) == ("add@row", "div@row")
+    assert tune.sample("mul", "i32", rows=True) == ("mul@row", "add@row")  # div has no i32
+    assert tune.sample("where", "f16", rows=True) == ("where@row",)  # clamp, isnan: one
+    shapes: list[tuple[str, tuple[int, ...]]] = []
 
     class FakeTorch:
         bfloat16 = "bfloat16"
 
         def randn(self, shape: tuple[int, ...], device: str) -> FakeTorch:
-            shapes.append(shape)
+            shapes.append(("randn", shape))
             return self
+
+        def rand(self, shape: tuple[int, ...], device: str) -> float:
+            shapes.append(("rand", shape))
+            return 0.0
 
         def __mul__(self, scale: float) -> FakeTorch:
             return self
@@ -128,13 +134,38 @@ def test_a_row_sample_is_timed_as_a_bias_add() -> None:
             return self
 
     assert len(tune._arguments(FakeTorch(), "add@row", "bf16", 1 << 26)) == 2
-    assert shapes == [(1 << 14, tune.ROW_WIDTH), (tune.ROW_WIDTH,)]
+    assert shapes == [("randn", (1 << 14, tune.ROW_WIDTH)), ("randn", (tune.ROW_WIDTH,))]
     shapes.clear()
     tune._arguments(FakeTorch(), "add@row", "bf16", 1 << 10)
-    assert shapes == [(1, 1 << 10), (1 << 10,)]
+    assert shapes == [("randn", (1, 1 << 10)), ("randn", (1 << 10,))]
+    shapes.clear()
+    tune._arguments(FakeTorch(), "where@row", "bf16", 1 << 20)  # the condition stays bool
+    assert shapes == [("rand", (1 << 8, tune.ROW_WIDTH)), ("randn", (1 << 8, tune.ROW_WIDTH)),
+                      ("randn", (tune.ROW_WIDTH,))]
     shapes.clear()
     tune._arguments(FakeTorch(), "add", "bf16", 1 << 26)
-    assert shapes == [(1 << 26,), (1 << 26,)]
+    assert shapes == [("randn", (1 << 26,)), ("randn", (1 << 26,))]
+
+
+def test_rows_tuning_keys_the_familys_rows(tuner: list[str]) -> None:
+    """tune --rows saves the family's rows key, which a launch over rows reads before the
+    family's (and an op's own key before both); other launches keep the family's."""
+    outcomes = tune.run([("add", "bf16", 1 << 26)], tuner.append, rows=True)
+    assert [o.key for o in outcomes] == ["binary_arith@rows/bf16/2^26"]
+    assert outcomes[0].ops == ("add@row", "div@row")
+    assert strategy.choose("binary_arith", "bf16", 1 << 26, TARGET, rows=True) == FAST
+    assert strategy.choose("binary_arith", "bf16", 1 << 26, TARGET) == \
+        strategy.default(1 << 26)
+    family = Strategy(threads=128, vector_bytes=8, rounds=1, stage=1)
+    strategy.save(TARGET, {"binary_arith/f16/2^26": family}, {})
+    assert strategy.choose("binary_arith", "f16", 1 << 26, TARGET, rows=True) == family
+    own = Strategy(threads=128, vector_bytes=16, rounds=8, stage=8)
+    strategy.save(TARGET, {"op:add/bf16/2^26": own}, {})
+    assert strategy.choose("binary_arith", "bf16", 1 << 26, TARGET, "add", rows=True) == own
+    assert strategy.find("binary_arith", "bf16", 1 << 26, TARGET, rows=True).key == \
+        "binary_arith@rows/bf16/2^26"
+    with pytest.raises(ValueError, match="not both"):
+        tune.run([("add", "bf16", 1 << 26)], tuner.append, rows=True, per_op=True)
 
 
 def test_the_default_stays_unless_a_candidate_beats_it_by_the_margin() -> None:
@@ -294,8 +325,8 @@ def test_a_run_without_ops_covers_every_tuned_family() -> None:
     families = {row.family for row in op_table.ELEMENTWISE.values()} - {"internal", "primitive"}
     for family, op in tune.REPRESENTATIVE.items():
         assert op_table.ELEMENTWISE[op].family == family
-    shipped = {key.split("/")[0] for path in strategy.SHIPPED.glob("*.json")
-               for key in strategy._read(path)}
+    shipped = {key.split("/")[0].removesuffix(strategy.ROWS)
+               for path in strategy.SHIPPED.glob("*.json") for key in strategy._read(path)}
     assert {f for f in shipped if not f.startswith(strategy.OP_PREFIX)} <= \
         set(tune.REPRESENTATIVE) <= families
 
@@ -313,6 +344,8 @@ def test_a_run_without_ops_covers_every_tuned_family() -> None:
     (["--reps", "5"], "--reps: at least 100, got 5"),
     (["--chip-ops", "--ops", "exp"], "--chip-ops: the ops, dtypes and sizes are the chip's"),
     (["--chip-ops", "--sizes", "24"], "--chip-ops: the ops, dtypes and sizes are the chip's"),
+    (["--rows", "--per-op"], "--rows: the families' rows keys; give it without --per-op"),
+    (["--rows", "--ops", "add,exp,sqrt"], "--rows: exp, sqrt takes one tensor input"),
 ])
 def test_bad_options_are_named_before_anything_runs(
         argv: list[str], message: str, capsys: pytest.CaptureFixture[str],
@@ -331,6 +364,16 @@ def test_the_command_lines_cases() -> None:
                      ("silu_and_mul", "bf16", 1 << 20), ("silu_and_mul", "bf16", 1 << 24)]
     every = tune._cases(None, None, "24")
     assert {op for op, _, _ in every} == set(tune.REPRESENTATIVE.values())
+
+
+def test_rows_without_ops_tunes_the_families_of_two_inputs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[tuple[list[tuple[str, str, int]], dict[str, Any]]] = []
+    monkeypatch.setattr(tune, "run", lambda cases, *a, **k: ran.append((list(cases), k)))
+    assert tune.main(["--rows", "--sizes", "26"]) == 0
+    cases, options = ran[0]
+    assert options["rows"] is True
+    assert {op for op, _, _ in cases} == {"add", "lt", "bitwise_and", "logical_and", "where"}
 
 
 def test_the_default_sizes_tune_every_size_class(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -323,7 +323,7 @@ def _launch(b: Builder, call: Call, out: Array, *, inplace: bool) -> None:
                                for a in arrays[1:]]
     view = coalesce.coalesce(call.shape, strides)
     choice = strategy.choose(call.family, call.tuned_dtype, view.numel,
-                             kernels.tuning_target(b.device), call.op)
+                             kernels.tuning_target(b.device), call.op, rows=view.rank > 1)
     sig = signature(call, view, arrays, choice=choice, inplace=inplace)
     program = ElementwiseProgram(sig)
     b.launch(program, (coalesce.grid(view, sig.mode, sig.piece()), 1, 1),

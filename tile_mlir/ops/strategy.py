@@ -15,7 +15,8 @@ over the SMs). At 2^22 elements 4 rounds were 2-12% slower than 2 on an H100 (ad
 exp and silu, bf16 and f32: bench/sizes.py's cases), so 2 rounds reach to 2^24.
 
 The autotuner (tune.py) measures candidates per (op family, dtype, size class), or per
-(op, dtype, size class) for an op tuned on its own (`op_key`, read first), on the GPU
+(op, dtype, size class) for an op tuned on its own (`op_key`, read first), or per family
+for the launches over rows (`ROWS`: a bias add's, read before the family's), on the GPU
 and writes its choices to `ops-tuning-<target>.json` in the kernel cache's directory;
 a target (`target`) names the chip and the device model, `sm_90-nvidia-h200`: two
 devices of one chip differ in what suits them (an H200 moves 4.2-4.8 TB/s where an
@@ -138,6 +139,18 @@ def key(family: str, dtype: str, numel: int) -> str:
     return f"{family}/{dtype}/{size_class(numel)}"
 
 
+ROWS = "@rows"
+"""A family's name with this suffix keys its choices for launches over rows
+(`binary_arith@rows/bf16/2^26`): a view of rank 2 or more after coalescing (an operand
+broadcast over the rows, as a bias add's; a strided view), whose kernel runs pieces of
+rows or blocks of rows (programs/elementwise.py) rather than of one flat run. Read
+before the family's key for such a launch, which serves it where there is none; tuned
+on bias adds (tune --rows). Measured on an H100 (one process, torch.compile beside):
+binary_arith/bf16/2^26's 128x1 of 8 B ran add bf16 2^28 at 3.137 TB/s and the bias add
+bf16 65536x4096 at 2.91, where the choice tuned on both (512x2 of 8 B) ran them at 3.126
+and 3.07 (torch.compile 3.124 and 3.07)."""
+
+
 OP_PREFIX = "op:"
 
 
@@ -227,17 +240,19 @@ class Found:
 
 
 def find(family: str, dtype: str, numel: int, target: str | None,
-         op: str | None = None) -> Found:
+         op: str | None = None, *, rows: bool = False) -> Found:
     """The forced strategy, else the tuned one for `target` (`target()`'s, or a chip) for
-    the op itself (`op_key`), else for its family, dtype and size, else the default. An
-    op's own key in any of the target's files is read before its family's in any: it says
-    the op's cost is not its family's (softplus's exp and log1p), which holds across the
-    devices of a chip."""
+    the op itself (`op_key`), else (for a launch over `rows`) for its family's rows
+    (`ROWS`), else for its family, dtype and size, else the default. An op's own key in
+    any of the target's files is read before its family's in any: it says the op's cost
+    is not its family's (softplus's exp and log1p), which holds across the devices of a
+    chip."""
     if _forced:
         return Found(_forced[0], forced=True)
     if target is not None:
         choices = _choices(target)
         for tuned in ([op_key(op, dtype, numel)] if op is not None else []) + \
+                ([key(family + ROWS, dtype, numel)] if rows else []) + \
                 [key(family, dtype, numel)]:
             if tuned in choices:
                 choice, path = choices[tuned]
@@ -246,9 +261,9 @@ def find(family: str, dtype: str, numel: int, target: str | None,
 
 
 def choose(family: str, dtype: str, numel: int, target: str | None,
-           op: str | None = None) -> Strategy:
+           op: str | None = None, *, rows: bool = False) -> Strategy:
     """`find`'s strategy."""
-    return find(family, dtype, numel, target, op).strategy
+    return find(family, dtype, numel, target, op, rows=rows).strategy
 
 
 def name(choice: Strategy) -> str:

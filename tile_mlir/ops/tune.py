@@ -1,23 +1,25 @@
 """The autotuner: per (op family, dtype, size class), the fastest strategy on this GPU.
 
-For each key (or, with `--per-op`, each op's own: an op whose cost is not its family's)
-it times every candidate strategy (threads per CTA, vector width, rounds per thread,
-staged or not, and seed 004's direct one) on an op of the family (and the family's
-SAMPLES: the geometric mean of their times) at a size of the class, the way the
-benchmarks time every system (timing.DeviceTimer: the candidates interleaved repetition
-by repetition, the L2 flushed before each, the median of at least 100), keeps the
-fastest (the key's earlier choice, the default where it has none, or for an op's own key
-its family's choice, where that is within `margin` of it), and merges the choices into
-`ops-tuning-<target>.json` in the kernel cache's directory (the target: the chip and the
-device model, `sm_90-nvidia-h200`), where strategy.choose finds them in every later
-process; `--ship` merges them into the package's file for the target instead. It needs
-torch (for the tensors and events). Each power of two below 2^24 is a size class, then
-2^24 and 2^25 one, and from 2^26 on one (strategy.SIZE_CLASSES): `--sizes` names one
-size per class to tune, by default the smallest of each.
+For each key (or, with `--per-op`, each op's own: an op whose cost is not its family's;
+with `--rows`, the family's for launches over rows: strategy.ROWS) it times every
+candidate strategy (threads per CTA, vector width, rounds per thread, staged or not, and
+seed 004's direct one) on an op of the family (and the family's SAMPLES: the geometric
+mean of their times) at a size of the class, the way the benchmarks time every system
+(timing.DeviceTimer: the candidates interleaved repetition by repetition, the L2 flushed
+before each, the median of at least 100), keeps the fastest (the key's earlier choice,
+the default where it has none, or for an op's own key its family's choice, where that is
+within `margin` of it), and merges the choices into `ops-tuning-<target>.json` in the
+kernel cache's directory (the target: the chip and the device model,
+`sm_90-nvidia-h200`), where strategy.choose finds them in every later process; `--ship`
+merges them into the package's file for the target instead. It needs torch (for the
+tensors and events). Each power of two below 2^24 is a size class, then 2^24 and 2^25
+one, and from 2^26 on one (strategy.SIZE_CLASSES): `--sizes` names one size per class to
+tune, by default the smallest of each.
 
     python -m tile_mlir.ops.tune                      # one op per family, every dtype
     python -m tile_mlir.ops.tune --ops add --dtypes bf16 --sizes 16,18,26
     python -m tile_mlir.ops.tune --ops softplus,mish --dtypes bf16 --per-op
+    python -m tile_mlir.ops.tune --ops add --dtypes bf16 --sizes 26 --rows  # bias adds
     python -m tile_mlir.ops.tune --chip-ops --ship   # a device the chip's file was not tuned on
 """
 
@@ -65,13 +67,9 @@ REPRESENTATIVE = {"unary_math": "exp", "binary_arith": "add", "activation": "sil
 these)."""
 
 ROW_SAMPLE = "@row"
-"""A sample's suffix: the op with its last tensor input a row of ROW_WIDTH elements
-broadcast over (numel / ROW_WIDTH, ROW_WIDTH), a bias add, which the kernel runs as
-pieces of rows (programs/elementwise.py's rows scheme) with the family's choice. Measured
-on an H100 (one process, torch.compile beside): binary_arith/bf16/2^26 tuned on add and
-div alone took 128x1 of 8 B, which ran the bias add bf16 65536x4096 at 2.91 TB/s against
-3.06 for 256x1 of 16 B and 3.07 for 512x1 (torch.compile 3.06), while add bf16 2^28 ran
-3.130 TB/s with it and 3.123-3.124 with those."""
+"""A sample's suffix for the rows keys (strategy.ROWS, --rows): the op timed as a bias
+add, its last tensor input a row of ROW_WIDTH elements broadcast over (numel /
+ROW_WIDTH, ROW_WIDTH), which the kernel runs as pieces of rows."""
 ROW_WIDTH = 4096
 
 
@@ -80,8 +78,13 @@ def base_op(name: str) -> str:
     return name.removesuffix(ROW_SAMPLE)
 
 
-SAMPLES = {"unary_math": ("exp", "sqrt", "neg"),
-           "binary_arith": ("add", "div", "add" + ROW_SAMPLE),
+def over_rows(op: str) -> bool:
+    """Whether the op can be timed as a bias add: two tensor inputs or more, of one shape
+    (a gated op's one input holds both halves)."""
+    return op_table.ELEMENTWISE[op].family != "fused_gated" and tensor_inputs(op) >= 2
+
+
+SAMPLES = {"unary_math": ("exp", "sqrt", "neg"), "binary_arith": ("add", "div"),
            "activation": ("silu", "relu"), "special": ("where", "clamp", "isnan")}
 """The ops a family's key is also timed on, besides the one the run names (those of them
 with the key's dtype): a family's choice serves ops of other shapes and costs, and the
@@ -89,9 +92,8 @@ one that suits one op may not suit another. Measured on an H100 (bench/elementwi
 rows of 2^28, against the 16-byte choices before): with the 2^26 class tuned on exp and
 where alone, 8-byte vectors won those two and lost sqrt f32 3.04 -> 2.88 TB/s, clamp f16
 3.04 -> 2.83 and isnan f32 3.12 -> 2.75. A key's candidates are ranked by the geometric
-mean of their times over the ops (each op weighs the same, whatever its length). An op
-named with ROW_SAMPLE is timed as a bias add: its last tensor a row broadcast over the
-others' rows."""
+mean of their times over the ops (each op weighs the same, whatever its length). A rows
+key is timed on the same ops of two or more tensor inputs, each as a bias add."""
 
 
 class MissingTorch(RuntimeError):
@@ -152,12 +154,12 @@ def _arguments(torch: Any, op: str, dtype: str, numel: int) -> list[Any]:
         width = min(GATED_WIDTH, numel)
         return [make(dtype, (max(numel // width, 1), 2 * width))]
     count = tensor_inputs(base_op(op))
-    if op.endswith(ROW_SAMPLE):
+    shapes: list[tuple[int, ...]] = [(numel,)] * count
+    if op.endswith(ROW_SAMPLE) and over_rows(base_op(op)):  # the last input one row
         width = min(ROW_WIDTH, numel)
-        return [*(make(dtype, (numel // width, width)) for _ in range(count - 1)),
-                make(dtype, (width,))]
-    return [*(make("bool" if n in row.keep else dtype) for n in range(count)),
-            *SCALAR_CALLS.get(op, ())]
+        shapes = [(numel // width, width)] * (count - 1) + [(width,)]
+    return [*(make("bool" if n in row.keep else dtype, shapes[n]) for n in range(count)),
+            *SCALAR_CALLS.get(base_op(op), ())]
 
 
 def _planned(fn: Callable[..., Any], args: Sequence[Any], choice: Strategy
@@ -242,11 +244,15 @@ def pick(timings: dict[Strategy, float], anchor: Strategy, numel: int = 0) -> St
     return best
 
 
-def sample(op: str, dtype: str) -> tuple[str, ...]:
-    """The ops a family key of op's is timed on: op, then its family's SAMPLES of dtype."""
+def sample(op: str, dtype: str, rows: bool = False) -> tuple[str, ...]:
+    """The ops a family key of op's is timed on: op, then its family's SAMPLES of dtype;
+    for its rows key (`rows`) those of them with two tensor inputs or more, each as a bias
+    add (ROW_SAMPLE)."""
     others = SAMPLES.get(op_table.ELEMENTWISE[op].family, ())
-    return (op, *(o for o in others
-                  if o != op and dtype in op_table.ELEMENTWISE[base_op(o)].dtypes))
+    timed = (op, *(o for o in others if o != op and dtype in op_table.ELEMENTWISE[o].dtypes))
+    if not rows:
+        return timed
+    return tuple(o + ROW_SAMPLE for o in timed if over_rows(o))
 
 
 def tune_key(ops: Sequence[str], dtype: str, numel: int, log: Callable[[str], None], *,
@@ -289,32 +295,37 @@ class Outcome:
                 f"{strategy.name(self.before)}{gain}{near})")
 
 
-def _keys(cases: Sequence[tuple[str, str, int]], per_op: bool = False
+def _keys(cases: Sequence[tuple[str, str, int]], per_op: bool = False, rows: bool = False
           ) -> dict[str, tuple[str, str, int]]:
-    """One case per key (the first), for the registry's ops: a key per family, or with
-    `per_op` per op."""
+    """One case per key (the first), for the registry's ops: a key per family (with
+    `rows` its rows key), or with `per_op` per op."""
     keys: dict[str, tuple[str, str, int]] = {}
     for op, dtype, numel in cases:
         if op in op_table.ELEMENTWISE:
+            family = op_table.ELEMENTWISE[op].family + (strategy.ROWS if rows else "")
             name = strategy.op_key(op, dtype, numel) if per_op else \
-                strategy.key(op_table.ELEMENTWISE[op].family, dtype, numel)
+                strategy.key(family, dtype, numel)
             keys.setdefault(name, (op, dtype, numel))
     return keys
 
 
 def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = print, *,
         ship: bool = False, command: str = "", reps: int = timing.MIN_REPS,
-        per_op: bool = False) -> list[Outcome]:
+        per_op: bool = False, rows: bool = False) -> list[Outcome]:
     """Tune the keys of the (op, dtype, numel) cases (once each), a line per key with its
     elapsed time as it goes, each choice saved as it is made (an interrupted run keeps
     the keys it finished), and end with a summary of what changed. `command` goes into
     the file's meta with the device and the date. With `per_op` each op gets a key of its
     own, against its family's choice: saved where it differs from that, or where another
-    file's key for the op (the chip's) would otherwise still be read."""
+    file's key for the op (the chip's) would otherwise still be read. With `rows` the
+    families' rows keys (strategy.ROWS), each op timed as a bias add, against the choice
+    such a launch takes now."""
     from tile_mlir.runtime import driver
 
+    if per_op and rows:
+        raise ValueError("a run tunes an op's own keys or the families' rows keys, not both")
     target = strategy.target(driver.device_chip(0), driver.device_name(0))
-    keys = _keys(cases, per_op)
+    keys = _keys(cases, per_op, rows)
     meta = {"device": driver.device_name(0), "command": command,
             "date": time.strftime("%Y-%m-%d", time.gmtime())}
     outcomes: list[Outcome] = []
@@ -322,14 +333,15 @@ def run(cases: Sequence[tuple[str, str, int]], log: Callable[[str], None] = prin
     path = strategy.shipped_file(target) if ship else strategy.tuning_file(target)
     for n, (name, (op, dtype, numel)) in enumerate(keys.items(), start=1):
         family = op_table.ELEMENTWISE[op].family
-        before = strategy.choose(family, dtype, numel, target, op if per_op else None)
+        before = strategy.choose(family, dtype, numel, target, op if per_op else None,
+                                 rows=rows)
         # what stays within the margin: an op's key its family's choice; a family key its
         # own earlier choice, so that a run never trades the choice it measured fastest
         # for a default within the margin (binary_arith/f32/2^16 on an H100: 4.8 us kept
         # over the default's 4.9, where anchoring at the default went back 2% slower)
         anchor = strategy.choose(family, dtype, numel, target) if per_op else before
         t0 = time.perf_counter()
-        timed = (op,) if per_op else sample(op, dtype)
+        timed = (op,) if per_op else sample(op, dtype, rows)
         best, timings = tune_key(timed, dtype, numel, log, reps=reps, anchor=anchor)
         fastest = min(timings, key=lambda c: timings[c])
         outcome = Outcome(name, best, timings[best], before, timings.get(before),
@@ -375,6 +387,10 @@ def main(argv: list[str] | None = None) -> int:
                              "(tuned/<chip>.json) keys on its own, which would otherwise "
                              "decide them on this device too (a device of the chip that is "
                              "not the one the file was tuned on)")
+    parser.add_argument("--rows", action="store_true",
+                        help="the families' choices for launches over rows (a bias add's: "
+                             "an operand broadcast over the rows), each op timed so; ops "
+                             "of two tensor inputs or more")
     parser.add_argument("--reps", type=int, default=timing.MIN_REPS,
                         help=f"repetitions per candidate (at least {timing.MIN_REPS})")
     args = parser.parse_args(argv)
@@ -388,12 +404,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(e))
     if args.reps < timing.MIN_REPS:
         parser.error(f"--reps: at least {timing.MIN_REPS}, got {args.reps}")
+    if args.rows and (args.per_op or args.chip_ops):
+        parser.error("--rows: the families' rows keys; give it without --per-op and "
+                     "--chip-ops")
+    if args.rows:
+        single = sorted({op for op, _, _ in cases if not over_rows(op)})
+        if single and args.ops:
+            parser.error(f"--rows: {', '.join(single)} takes one tensor input (a gated "
+                         "op's holds both halves): no bias add to time")
+        cases = [case for case in cases if over_rows(case[0])]
     from tile_mlir.runtime import driver
 
     try:
         if args.chip_ops:
             cases = chip_op_cases(driver.device_chip(0))
         run(cases, ship=args.ship, reps=args.reps, per_op=args.per_op or args.chip_ops,
+            rows=args.rows,
             command=" ".join(["python -m tile_mlir.ops.tune", *(argv if argv is not None
                                                                  else sys.argv[1:])]))
     except driver.NoGpuError as e:
