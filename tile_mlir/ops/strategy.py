@@ -36,11 +36,14 @@ special families; and for the ops whose cost is not their family's (gelu and
 gelu_tanh_and_mul in bf16 and f16, softplus in bf16, mish in f16; isnan, which of an
 integer or bool is a store of zeros; at the 2^26 class the representatives' own in f32,
 bf16 and f16 and the heavier f32 ops': sigmoid, tanh, erf, sin, cos, log1p, expm1, pow);
-its meta lists the runs that made it, each timed as the benchmarks time.
+and binary_arith's rows keys (`ROWS`) at 2^26 in f32, bf16 and f16; its meta lists the
+runs that made it, each timed as the benchmarks time.
 sm_90-nvidia-h200.json ships an H200's choices where they are its own (its meta lists
 the runs), among them a key of its own for every op sm_90.json keys on its own: an op's
 key in the chip's file is read before the device's family key, so the device must say
 what the op runs there (tune --per-op keeps such a key even where it is the family's).
+So is a rows key: an H200 runs bias adds with sm_90.json's rows choices (not tuned on an
+H200 yet: tune --rows --ship there would give it its own).
 """
 
 from __future__ import annotations
@@ -147,8 +150,10 @@ rows or blocks of rows (programs/elementwise.py) rather than of one flat run. Re
 before the family's key for such a launch, which serves it where there is none; tuned
 on bias adds (tune --rows). Measured on an H100 (one process, torch.compile beside):
 binary_arith/bf16/2^26's 128x1 of 8 B ran add bf16 2^28 at 3.137 TB/s and the bias add
-bf16 65536x4096 at 2.91, where the choice tuned on both (512x2 of 8 B) ran them at 3.126
-and 3.07 (torch.compile 3.124 and 3.07)."""
+bf16 65536x4096 at 2.91, where one choice tuned on both (512x2 of 8 B) ran them at 3.126
+and 3.07 (torch.compile 3.124 and 3.07); with the rows key tuned apart (512x1 of 16 B,
+1.08x on the tuner's bias adds) the flat add keeps its 8-byte vectors and the bias add ran
+3.05 (torch.compile 3.05, another H100 whose copies ran 1% slower)."""
 
 
 OP_PREFIX = "op:"
