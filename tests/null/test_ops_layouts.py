@@ -136,7 +136,7 @@ STRATEGIES = [
 @pytest.fixture(params=STRATEGIES, ids=lambda s: f"t{s.threads}v{s.vector_bytes}r{s.rounds}s{s.stage}")
 def forced(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Strategy]:
     choice: Strategy = request.param
-    monkeypatch.setattr(strategy, "choose", lambda *args: choice)
+    monkeypatch.setattr(strategy, "choose", lambda *args, **kwargs: choice)
     yield choice
 
 
@@ -157,7 +157,7 @@ def test_8_byte_vectors_of_every_element_size(device: Device, rng: np.random.Gen
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """An 8-byte vector is one i64, two f32, four f16 or eight bytes (bool, fp8); a size
     that leaves a tail past the last full vector."""
-    monkeypatch.setattr(strategy, "choose", lambda *args: choice)
+    monkeypatch.setattr(strategy, "choose", lambda *args, **kwargs: choice)
     n = 3 * 8 * choice.threads * choice.rounds + 13
     i = rng.integers(-1 << 40, 1 << 40, n)
     _same(ops.add(device.array(i), device.array(i[::-1].copy())), i + i[::-1])
