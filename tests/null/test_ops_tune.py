@@ -168,6 +168,29 @@ def test_rows_tuning_keys_the_familys_rows(tuner: list[str]) -> None:
         tune.run([("add", "bf16", 1 << 26)], tuner.append, rows=True, per_op=True)
 
 
+def test_a_chips_rows_key_does_not_override_a_devices_family_key(tuner: list[str]) -> None:
+    """A rows key in the chip's file (an H100's, sm_90.json) is read for a device only
+    where no later file of the device's keys the family: an H200 keeps its own."""
+    chip_rows = Strategy(threads=512, vector_bytes=16, rounds=1, stage=1)
+    device_family = Strategy(threads=512, vector_bytes=8, rounds=2, stage=2)
+    rows_key = strategy.key("binary_arith" + strategy.ROWS, "bf16", 1 << 26)
+    family_key = strategy.key("binary_arith", "bf16", 1 << 26)
+    strategy.save("sm_90", {rows_key: chip_rows,
+                            family_key: Strategy(128, 8, 1, 1)}, {}, shipped=True)
+    h200 = "sm_90-nvidia-h200"
+    strategy._choices.cache_clear()
+    assert strategy.choose("binary_arith", "bf16", 1 << 26, h200, rows=True) == chip_rows
+    strategy.save(h200, {family_key: device_family}, {}, shipped=True)
+    strategy._choices.cache_clear()
+    assert strategy.find("binary_arith", "bf16", 1 << 26, h200, rows=True).key == family_key
+    assert strategy.choose("binary_arith", "bf16", 1 << 26, h200, rows=True) == device_family
+    own_rows = Strategy(threads=256, vector_bytes=16, rounds=2, stage=2)
+    strategy.save(h200, {rows_key: own_rows}, {}, shipped=True)
+    strategy._choices.cache_clear()
+    assert strategy.choose("binary_arith", "bf16", 1 << 26, h200, rows=True) == own_rows
+    assert strategy.choose("binary_arith", "bf16", 1 << 26, h200) == device_family
+
+
 def test_the_default_stays_unless_a_candidate_beats_it_by_the_margin() -> None:
     default = strategy.default(1 << 18)
     other = Strategy(threads=512, vector_bytes=16, rounds=1, stage=1)

@@ -42,8 +42,8 @@ sm_90-nvidia-h200.json ships an H200's choices where they are its own (its meta 
 the runs), among them a key of its own for every op sm_90.json keys on its own: an op's
 key in the chip's file is read before the device's family key, so the device must say
 what the op runs there (tune --per-op keeps such a key even where it is the family's).
-So is a rows key: an H200 runs bias adds with sm_90.json's rows choices (not tuned on an
-H200 yet: tune --rows --ship there would give it its own).
+A rows key is not: an H200 keeps its own family keys for bias adds until tune --rows
+--ship gives it rows keys of its own.
 """
 
 from __future__ import annotations
@@ -147,13 +147,14 @@ ROWS = "@rows"
 (`binary_arith@rows/bf16/2^26`): a view of rank 2 or more after coalescing (an operand
 broadcast over the rows, as a bias add's; a strided view), whose kernel runs pieces of
 rows or blocks of rows (programs/elementwise.py) rather than of one flat run. Read
-before the family's key for such a launch, which serves it where there is none; tuned
-on bias adds (tune --rows). Measured on an H100 (one process, torch.compile beside):
-binary_arith/bf16/2^26's 128x1 of 8 B ran add bf16 2^28 at 3.137 TB/s and the bias add
-bf16 65536x4096 at 2.91, where one choice tuned on both (512x2 of 8 B) ran them at 3.126
-and 3.07 (torch.compile 3.124 and 3.07); with the rows key tuned apart (512x1 of 16 B,
-1.08x on the tuner's bias adds) the flat add keeps its 8-byte vectors and the bias add ran
-3.05 (torch.compile 3.05, another H100 whose copies ran 1% slower)."""
+before the family's key for such a launch (from the same file or a later one: `find`),
+which serves it where there is none; tuned on bias adds (tune --rows). Measured on an
+H100 (one process, torch.compile beside): binary_arith/bf16/2^26's 128x1 of 8 B ran add
+bf16 2^28 at 3.137 TB/s and the bias add bf16 65536x4096 at 2.91, where one choice tuned
+on both (512x2 of 8 B) ran them at 3.126 and 3.07 (torch.compile 3.124 and 3.07); with
+the rows key tuned apart (512x1 of 16 B, 1.08x on the tuner's bias adds) the flat add
+keeps its 8-byte vectors and the bias add ran 3.05 (torch.compile 3.05, another H100
+whose copies ran 1% slower)."""
 
 
 OP_PREFIX = "op:"
@@ -251,18 +252,30 @@ def find(family: str, dtype: str, numel: int, target: str | None,
     (`ROWS`), else for its family, dtype and size, else the default. An op's own key in
     any of the target's files is read before its family's in any: it says the op's cost
     is not its family's (softplus's exp and log1p), which holds across the devices of a
-    chip."""
+    chip. A rows key is read before its family's only from the same file or a later one
+    (`_layers`): a geometry for the rows scheme measured on one device (sm_90.json's, an
+    H100's) does not override another device's own tuning of the family."""
     if _forced:
         return Found(_forced[0], forced=True)
     if target is not None:
         choices = _choices(target)
-        for tuned in ([op_key(op, dtype, numel)] if op is not None else []) + \
-                ([key(family + ROWS, dtype, numel)] if rows else []) + \
-                [key(family, dtype, numel)]:
+        tried = [op_key(op, dtype, numel)] if op is not None else []
+        family_key = key(family, dtype, numel)
+        rows_key = key(family + ROWS, dtype, numel)
+        if rows and rows_key in choices and (
+                family_key not in choices or _layer(target, choices[rows_key][1]) >=
+                _layer(target, choices[family_key][1])):
+            tried.append(rows_key)
+        for tuned in [*tried, family_key]:
             if tuned in choices:
                 choice, path = choices[tuned]
                 return Found(choice, tuned, path)
     return Found(default(numel))
+
+
+def _layer(target: str, path: Path) -> int:
+    """The place of one of the target's files among `_layers` (later: more its own)."""
+    return _layers(target).index(path)
 
 
 def choose(family: str, dtype: str, numel: int, target: str | None,
