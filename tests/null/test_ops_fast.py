@@ -636,19 +636,18 @@ def test_cupy_arrays_take_plans(device: Device, rng: np.random.Generator,
     assert len(cupy.stream_reads) == reads + 3  # CuPy's current stream, read per call
 
 
-def test_a_call_runs_its_ops_own_tuned_choice(lean: tuple[Any, list[FakeDriver]],
-                                              tmp_path: Any,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """An op with a choice of its own (`strategy.op_key`) is planned with it; another op of
-    its family with the family's; a new tuning file plans again (the cache listens)."""
+@pytest.fixture
+def planned(lean: tuple[Any, list[FakeDriver]], tmp_path: Any,
+            monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """The strategy of each elementwise kernel loaded, in order, on a device tuned as
+    sm_90 whose tuning files (the user's and the package's) start empty under tmp."""
     from tile_mlir.ops import strategy
-    from tile_mlir.ops.programs.elementwise import ElementwiseProgram, Strategy
+    from tile_mlir.ops.programs.elementwise import ElementwiseProgram
 
-    torch, _ = lean
     monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(strategy, "SHIPPED", tmp_path / "shipped")
     monkeypatch.setattr(kernels, "tuning_target", lambda device: "sm_90")
-    seen: list[Strategy] = []
+    seen: list[Any] = []
     load = kernels.load
 
     def recording(program: KernelProgram, device: int) -> kernels.Loaded:
@@ -658,53 +657,45 @@ def test_a_call_runs_its_ops_own_tuned_choice(lean: tuple[Any, list[FakeDriver]]
 
     monkeypatch.setattr(kernels, "load", recording)
     strategy._choices.cache_clear()
-    try:
-        own, family = Strategy(128, 16, 4, 4), Strategy(128, 16, 2, 2)
-        x = _tensor(torch, (1 << 24,))
-        ops.softplus(x)
-        assert seen == [strategy.default(1 << 24)]  # nothing tuned yet
-        strategy.save("sm_90", {strategy.op_key("softplus", "f32", 1 << 24): own,
-                                strategy.key("activation", "f32", 1 << 24): family},
-                      {"device": "test"})
-        ops.softplus(x)
-        ops.silu(x)
-        assert seen[1:] == [own, family]
-    finally:
-        strategy._choices.cache_clear()
+    yield seen
+    strategy._choices.cache_clear()
+
+
+def test_a_call_runs_its_ops_own_tuned_choice(lean: tuple[Any, list[FakeDriver]],
+                                              planned: list[Any]) -> None:
+    """An op with a choice of its own (`strategy.op_key`) is planned with it; another op of
+    its family with the family's; a new tuning file plans again (the cache listens)."""
+    from tile_mlir.ops import strategy
+    from tile_mlir.ops.programs.elementwise import Strategy
+
+    torch, _ = lean
+    own, family = Strategy(128, 16, 4, 4), Strategy(128, 16, 2, 2)
+    x = _tensor(torch, (1 << 24,))
+    ops.softplus(x)
+    assert planned == [strategy.default(1 << 24)]  # nothing tuned yet
+    strategy.save("sm_90", {strategy.op_key("softplus", "f32", 1 << 24): own,
+                            strategy.key("activation", "f32", 1 << 24): family},
+                  {"device": "test"})
+    ops.softplus(x)
+    ops.silu(x)
+    assert planned[1:] == [own, family]
 
 
 def test_a_bias_add_runs_its_familys_rows_choice(lean: tuple[Any, list[FakeDriver]],
-                                                 tmp_path: Any,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+                                                 planned: list[Any]) -> None:
     """A launch over rows (a row broadcast over a matrix's rows: a view of rank 2) is
     planned with its family's rows key (strategy.ROWS); one over a flat run with the
     family's, as is a launch over rows where the family has no rows key."""
     from tile_mlir.ops import strategy
-    from tile_mlir.ops.programs.elementwise import ElementwiseProgram, Strategy
+    from tile_mlir.ops.programs.elementwise import Strategy
 
     torch, _ = lean
-    monkeypatch.setenv("TILE_MLIR_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(strategy, "SHIPPED", tmp_path / "shipped")
-    monkeypatch.setattr(kernels, "tuning_target", lambda device: "sm_90")
-    seen: list[Strategy] = []
-    load = kernels.load
-
-    def recording(program: KernelProgram, device: int) -> kernels.Loaded:
-        assert isinstance(program, ElementwiseProgram)
-        seen.append(program.sig.strategy)
-        return load(program, device)
-
-    monkeypatch.setattr(kernels, "load", recording)
-    strategy._choices.cache_clear()
-    try:
-        rows, family = Strategy(512, 16, 1, 1), Strategy(128, 8, 1, 1)
-        strategy.save("sm_90", {strategy.key("binary_arith" + strategy.ROWS, "f32", 1 << 12): rows,
-                                strategy.key("binary_arith", "f32", 1 << 12): family},
-                      {"device": "test"})
-        x, bias = _tensor(torch, (16, 256)), _tensor(torch, (256,))
-        ops.add(x, bias)
-        ops.add(x, x)
-        ops.lt(x, bias)  # comparison: no rows key, the family's (none: the default)
-        assert seen == [rows, family, strategy.default(1 << 12)]
-    finally:
-        strategy._choices.cache_clear()
+    rows, family = Strategy(512, 16, 1, 1), Strategy(128, 8, 1, 1)
+    strategy.save("sm_90", {strategy.key("binary_arith" + strategy.ROWS, "f32", 1 << 12): rows,
+                            strategy.key("binary_arith", "f32", 1 << 12): family},
+                  {"device": "test"})
+    x, bias = _tensor(torch, (16, 256)), _tensor(torch, (256,))
+    ops.add(x, bias)
+    ops.add(x, x)
+    ops.lt(x, bias)  # comparison: no rows key, the family's (none: the default)
+    assert planned == [rows, family, strategy.default(1 << 12)]
