@@ -948,7 +948,18 @@ def _alibi_slope(head: Value, pow2: Value, f64: Type) -> Value:
     whose length is a constant) 1.19, with a constant slope 1.18, with both 1.08, and with
     _exp2_near in Estrin's form 1.25: the division and the slope are ~55-60
     ns each. The call (events, 200 repetitions) ran 1.07x of torch.compile's in that run:
-    the ~3 us between the kernels move more from run to run than the kernels differ."""
+    the ~3 us between the kernels move more from run to run than the kernels differ.
+    Neither is the f64 pipe's throughput nor its conversions' latency the cost (H100,
+    2026-12-07, 200 profiled calls a variant, Triton's kernel 0.99-1.01 us beside each,
+    the results rounded once in all): this body 1.253 and 1.252 us; one with no
+    conversion on the slope's way (integer splits of the exponent, 1.5 * 2^52 biases for
+    the integers' f64s) 1.287, with the f64 -> f32 rounding by integer ops too 1.295,
+    with its division as a shift 1.211, with one slope a thread 1.257; one that took one
+    slope a thread only where an access stays in its row and f32 products (the slope as
+    two f32s) 1.30. Each thing that lengthened the code slowed it, each that shortened
+    it (a shift, one slope, a constant slope) sped it, whatever its latency. The calls
+    of those runs (events, 300 repetitions) ranged 0.83x-1.09x of torch.compile's, two
+    runs of this same kernel 0.96x and 1.09x."""
     it = head.type
     eight = const(it, 8)
     first = arith.muli(arith.addi(head, const(it, 1)), eight)
