@@ -378,8 +378,11 @@ def signature(call: Call, view: coalesce.Coalesced, arrays: Sequence[Array], *,
     mode, width = coalesce.pieces(view, draft.chunk())
     bits = 32 if coalesce.fits_32_bits(view, [a.offset for a in arrays], draft.chunk()) \
         else 64
-    return Signature(call.op, specs[0], tuple(ins), view.rank, mode, choice, width,
-                     bits, inplace, call.expr)
+    sig = Signature(call.op, specs[0], tuple(ins), view.rank, mode, choice, width, bits,
+                    inplace, call.expr)
+    # the extent a piece runs along (the run, a row, a block's rows) cut into whole pieces
+    extent = view.shape[-2] if mode == "blocks" else view.shape[-1]
+    return replace(sig, whole=extent % sig.piece()[0] == 0)
 
 
 def one_type(slot: Sequence[ArraySpec | str]) -> list[ArraySpec | str]:
