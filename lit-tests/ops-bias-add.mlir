@@ -1,10 +1,12 @@
 // The tile program the operator library generates for a bias add,
-// tile_mlir.ops.add(x, bias) with x (16*4096, 4096) and bias (4096,) in bf16
+// tile_mlir.ops.add(x, bias) with x (4097, 4096) and bias (4096,) in bf16
 // (tests/null/test_ops_compile.py checks that ops/programs/elementwise.py, a
 // tile_mlir.lang program, still makes exactly this).
-// Each CTA takes a whole piece of 2 rows (the blocks mode): the scf.if's first
-// branch is the static tile op, staged 4 rounds deep; the bias has stride 0 along
-// the rows, so its loads are shared by both rows of the piece.
+// Each CTA takes a piece of 2 rows (the blocks mode), the last one a partial
+// piece of 1: the scf.if's first branch is the static tile op, staged 4 rounds
+// deep, the second the dynamic one; the bias has stride 0 along the rows, so its
+// loads are shared by both rows of the piece. (With an even number of rows the
+// kernel is specialized on whole pieces: the first branch alone.)
 // RUN: tile-opt %s -p tile-to-ptx --emit=ptx | FileCheck %s
 // CHECK: .visible .entry kernel(
 // CHECK: .maxntid 256, 1, 1

@@ -13,6 +13,7 @@ import tile_mlir
 from tile_mlir import op_table
 
 LARGE = (1024, 1 << 14)  # 2^24 elements: the default strategy stages 4 rounds
+RAGGED = (1024, (1 << 14) + 3)  # as many again and a partial last piece: both branches
 
 
 def _ptx(case: Case) -> str:
@@ -21,9 +22,13 @@ def _ptx(case: Case) -> str:
     return program.ptx["kernels"]
 
 
-def _full_piece(ptx: str) -> str:
-    """The PTX of the whole-piece branch: after the last label, where the static tile op
-    is (program.py's scf.if puts it last)."""
+def _full_piece(ptx: str, shape: tuple[int, ...]) -> str:
+    """The PTX of a whole piece: a kernel of whole pieces (LARGE: its signature's
+    `whole`) is nothing else; a ragged one's is its branch after the last label, where
+    the static tile op is (program.py's scf.if puts it last)."""
+    if shape == LARGE:
+        assert "$L__BB0_1:" not in ptx  # straight-line: no branch to a partial piece
+        return ptx
     return ptx[ptx.rindex("$L__BB0_1:"):]
 
 
@@ -31,19 +36,21 @@ def _full_piece(ptx: str) -> str:
 def test_every_dtype_assembles(op: str) -> None:
     row = op_table.ELEMENTWISE[op]
     for dtype in row.dtypes:
-        ptx = _ptx(Case(op, dtype, standard_cases(op, dtype, LARGE)[0].shapes))
+        ptx = _ptx(Case(op, dtype, standard_cases(op, dtype, RAGGED)[0].shapes))
         local = re.findall(r"\b(?:ld|st)\.local", ptx)
         if op not in ("sin", "cos"):  # libdevice's slow-path range reduction uses a stack
             assert not local, f"{op} {dtype}: local memory"
 
 
+@pytest.mark.parametrize("shape", [LARGE, RAGGED], ids=["whole", "ragged"])
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "f8e4m3", "f8e5m2", "i32", "i64",
                                    "bool"])
-def test_whole_pieces_load_16_bytes_ahead(dtype: str) -> None:
+def test_whole_pieces_load_16_bytes_ahead(dtype: str, shape: tuple[int, ...]) -> None:
     """A whole piece: every thread issues its four 16-byte loads of each input before the
-    first store, and every access is 16 bytes."""
+    first store, and every access is 16 bytes; in a kernel of whole pieces and in the
+    static branch of one whose last piece is partial."""
     op = "maximum"
-    full = _full_piece(_ptx(Case(op, dtype, (LARGE, LARGE))))
+    full = _full_piece(_ptx(Case(op, dtype, (shape, shape))), shape)
     accesses = re.findall(r"\b(ld|st)\.global(\.nc)?\.(v4\.b32|v2\.b64)", full)
     loads = [a for a in accesses if a[0] == "ld"]
     stores = [a for a in accesses if a[0] == "st"]
@@ -57,7 +64,8 @@ def test_bias_add_loads_the_bias_once_per_row() -> None:
     case = Case("add", "bf16", ((4096, 4096), (4096,)))  # 2^24: the default stages 4 rounds
     ready = prepared(case)
     assert ready.signature.mode == "blocks" and ready.signature.piece() == (2, 4096)
-    full = _full_piece(_ptx(case))
+    assert ready.signature.whole  # 4096 rows: 2048 pieces of 2
+    full = _full_piece(_ptx(case), LARGE)
     assert len(re.findall(r"ld\.global\.nc\.v4\.b32", full)) == 6  # 4 of x, 2 of the bias
     assert len(re.findall(r"add\.rn\.bf16x2", full)) == 16
 
@@ -118,10 +126,11 @@ def test_kernel_arguments_follow_the_signature() -> None:
 
 def test_the_bias_add_lit_test_shows_the_current_program() -> None:
     """lit-tests/ops-bias-add.mlir holds what programs/elementwise.py makes for a bias
-    add."""
+    add whose last piece is partial (an odd number of rows)."""
     from pathlib import Path
 
     lit = Path(__file__).resolve().parents[2] / "lit-tests" / "ops-bias-add.mlir"
     program = lit.read_text().split("module attributes", 1)[1]
-    case = Case("add", "bf16", ((4096, 4096), (4096,)))  # 2^24: the default stages 4 rounds
+    case = Case("add", "bf16", ((4097, 4096), (4096,)))  # the default stages 4 rounds
+    assert not prepared(case).signature.whole
     assert prepared(case).program.ir().endswith("module attributes" + program)
