@@ -960,9 +960,9 @@ def _alibi_slope(head: Value, pow2: Value, f64: Type) -> Value:
     it (a shift, one slope, a constant slope) sped it, whatever its latency; and not by
     the code's fetch after the L2's flush: with the L2 warm (no flush between calls) it
     ran 1.22 us against Triton's 0.98, and built without its partial-piece branch (all
-    pieces whole) 1.25 flushed, 1.245 warm. The calls
-    of those runs (events, 300 repetitions) ranged 0.83x-1.09x of torch.compile's, two
-    runs of this same kernel 0.96x and 1.09x."""
+    pieces whole) 1.25 flushed, 1.245 warm. The calls of those runs (events, 300
+    repetitions) ranged 0.83x-1.09x of torch.compile's, two runs of this same kernel
+    0.96x and 1.09x."""
     it = head.type
     eight = const(it, 8)
     first = arith.muli(arith.addi(head, const(it, 1)), eight)
