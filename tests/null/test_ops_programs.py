@@ -245,14 +245,16 @@ def test_every_kernel_compiles_and_keeps_its_instructions(name: str) -> None:
 
 @pytest.mark.parametrize(("shape", "whole"), [
     ((1 << 14,), True), ((3 << 12,), True), (((1 << 14) + 1,), False), ((4095,), False),
-    ((80, 100), True), ((81, 100), False), ((2, 3, 40, 100), True), ((2, 3, 41, 100), False)])
+    ((80, 100), True), ((81, 100), False), ((2, 3, 40, 100), True), ((2, 3, 41, 100), False),
+    ((3, 4096), True), ((3, 4100), False)])
 def test_whole_pieces_build_no_partial_one(device: Device, rng: np.random.Generator,
                                            shape: tuple[int, ...], whole: bool) -> None:
     """Where the piece divides the extent it runs along, the kernel is specialized on it:
     no branch to a partial piece, no dynamic tile op (a shape that is not so plans its
     own kernel). The emulator's choice: 128 threads of one 16-byte access, 512 f32 a
     piece; a flat run of 2^14 is whole, a bias add over rows of 100 (blocks of 5 rows)
-    is whole for 80 rows. Every element right either way, the output poisoned before."""
+    is whole for 80 rows, one over rows of 4096 (the rows mode: pieces of 512 along a
+    row) too. Every element right either way, the output poisoned before."""
     x = rng.standard_normal(shape).astype(np.float32)
     y = rng.standard_normal(shape[-1:] if len(shape) > 1 else shape).astype(np.float32)
     out = device.array(np.full(shape, np.nan, np.float32))
@@ -260,7 +262,8 @@ def test_whole_pieces_build_no_partial_one(device: Device, rng: np.random.Genera
     np.testing.assert_array_equal(out.numpy(), x + y)
     head = device.launches[-1].splitlines()[0]
     assert "128 threads x 1 rounds of 16 B" in head, head  # the docstring's chunk
-    assert ("; flat" in head) == (len(shape) == 1), head
+    mode = "flat" if len(shape) == 1 else "rows" if shape[-1] > 2048 else "blocks"
+    assert f"; {mode}" in head, head
     assert ("whole pieces" in head) == whole, head
     assert ("scf.if" in device.launches[-1]) != whole
 
