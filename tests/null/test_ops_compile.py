@@ -22,11 +22,12 @@ def _ptx(case: Case) -> str:
     return program.ptx["kernels"]
 
 
-def _full_piece(ptx: str, shape: tuple[int, ...]) -> str:
-    """The PTX of a whole piece: a kernel of whole pieces (LARGE: its signature's
-    `whole`) is nothing else; a ragged one's is its branch after the last label, where
-    the static tile op is (program.py's scf.if puts it last)."""
-    if shape == LARGE:
+def _full_piece(case: Case) -> str:
+    """The PTX of a whole piece of the case's kernel: a kernel of whole pieces (its
+    signature's `whole`) is nothing else; a ragged one's is its branch after the last
+    label, where the static tile op is (program.py's scf.if puts it last)."""
+    ptx = _ptx(case)
+    if prepared(case).signature.whole:
         assert "$L__BB0_1:" not in ptx  # straight-line: no branch to a partial piece
         return ptx
     return ptx[ptx.rindex("$L__BB0_1:"):]
@@ -50,7 +51,9 @@ def test_whole_pieces_load_16_bytes_ahead(dtype: str, shape: tuple[int, ...]) ->
     first store, and every access is 16 bytes; in a kernel of whole pieces and in the
     static branch of one whose last piece is partial."""
     op = "maximum"
-    full = _full_piece(_ptx(Case(op, dtype, (shape, shape))), shape)
+    case = Case(op, dtype, (shape, shape))
+    assert prepared(case).signature.whole == (shape == LARGE)
+    full = _full_piece(case)
     accesses = re.findall(r"\b(ld|st)\.global(\.nc)?\.(v4\.b32|v2\.b64)", full)
     loads = [a for a in accesses if a[0] == "ld"]
     stores = [a for a in accesses if a[0] == "st"]
@@ -65,7 +68,7 @@ def test_bias_add_loads_the_bias_once_per_row() -> None:
     ready = prepared(case)
     assert ready.signature.mode == "blocks" and ready.signature.piece() == (2, 4096)
     assert ready.signature.whole  # 4096 rows: 2048 pieces of 2
-    full = _full_piece(_ptx(case), LARGE)
+    full = _full_piece(case)
     assert len(re.findall(r"ld\.global\.nc\.v4\.b32", full)) == 6  # 4 of x, 2 of the bias
     assert len(re.findall(r"add\.rn\.bf16x2", full)) == 16
 
