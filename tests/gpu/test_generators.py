@@ -176,7 +176,7 @@ def test_sinusoidal_every_dim(dtype: str, positions: int, dim: int, base: float)
 
 
 @pytest.mark.parametrize(("heads", "length"), [(12, 2049), (5, 9), (48, 129), (3, 7), (16, 8),
-                                               (7, 1), (1, 3)])
+                                               (7, 1), (1, 3), (100, 33), (200, 2), (1031, 5)])
 def test_alibi_every_length(heads: int, length: int) -> None:
     """Both ways of the kernel (two slopes an access where a row holds the access's lanes,
     each lane's otherwise) at every launch strategy, fresh and into a poisoned out= one

@@ -248,7 +248,8 @@ def _close(got: np.ndarray, want: np.ndarray, dtype: str) -> None:
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
-@pytest.mark.parametrize(("heads", "length"), [(12, 37), (48, 129), (8, 1000), (1, 5), (7, 1)])
+@pytest.mark.parametrize(("heads", "length"), [(12, 37), (48, 129), (8, 1000), (1, 5), (7, 1),
+                                               (100, 9), (200, 6), (1031, 2)])
 def test_alibi(device: Device, dtype: str, heads: int, length: int) -> None:
     like = device.array(np.zeros(1, np.float32))
     got = ops.alibi(heads, length, dtype=DTYPES[dtype].numpy, like=like)
