@@ -243,12 +243,14 @@ def test_every_kernel_compiles_and_keeps_its_instructions(name: str) -> None:
             dict(zip(KINDS, GOLDEN[name], strict=True))
 
 
-@pytest.mark.parametrize(("shape", "whole"), [
-    ((1 << 14,), True), ((3 << 12,), True), (((1 << 14) + 1,), False), ((4095,), False),
-    ((80, 100), True), ((81, 100), False), ((2, 3, 40, 100), True), ((2, 3, 41, 100), False),
-    ((3, 4096), True), ((3, 4100), False)])
+@pytest.mark.parametrize(("shape", "mode", "whole"), [
+    ((1 << 14,), "flat", True), ((3 << 12,), "flat", True), (((1 << 14) + 1,), "flat", False),
+    ((4095,), "flat", False), ((80, 100), "blocks", True), ((81, 100), "blocks", False),
+    ((2, 3, 40, 100), "blocks", True), ((2, 3, 41, 100), "blocks", False),
+    ((3, 4096), "rows", True), ((3, 4100), "rows", False)])
 def test_whole_pieces_build_no_partial_one(device: Device, rng: np.random.Generator,
-                                           shape: tuple[int, ...], whole: bool) -> None:
+                                           shape: tuple[int, ...], mode: str,
+                                           whole: bool) -> None:
     """Where the piece divides the extent it runs along, the kernel is specialized on it:
     no branch to a partial piece, no dynamic tile op (a shape that is not so plans its
     own kernel). The emulator's choice: 128 threads of one 16-byte access, 512 f32 a
@@ -262,7 +264,6 @@ def test_whole_pieces_build_no_partial_one(device: Device, rng: np.random.Genera
     np.testing.assert_array_equal(out.numpy(), x + y)
     head = device.launches[-1].splitlines()[0]
     assert "128 threads x 1 rounds of 16 B" in head, head  # the docstring's chunk
-    mode = "flat" if len(shape) == 1 else "rows" if shape[-1] > 2048 else "blocks"
     assert f"; {mode}" in head, head
     assert ("whole pieces" in head) == whole, head
     assert ("scf.if" in device.launches[-1]) != whole
