@@ -19,11 +19,18 @@ with rows that start unaligned read narrow (no Geometry.edges: ops/rows.py's EDG
 
 and --setting NAME=VALUE the planner's plan with ops/rows.py's constant NAME set to the
 Python literal VALUE (the norms' weights read without their copies, for one;
-reduction.NAME one of ops/programs/reduction.py's, the reductions' stages; --mib the
-input's size, 128 by default):
+reduction.NAME one of ops/programs/reduction.py's, the reductions' stages; schedule.NAME
+one of lowering/schedules/reduction.py's, how their kernels are lowered, each such variant
+compiled afresh; --mib the input's size, 128 by default):
 
     python3 bench/rows_ab.py layer_norm:bf16:4097 rms_norm:bf16:32001 \\
         --setting COPY_BYTES=1099511627776
+
+Whether the stages' lanes should read their common rounds as a loop of a static trip count
+(lowering/schedules/reduction.py's COMMON_ROUNDS), for one:
+
+    python3 bench/rows_ab.py sum:f32:513 amax:f32:513 sum:f32:257 sum:f32:1024 \\
+        sum:bf16:8192 sum:f32:128 --mib 256 --setting schedule.COMMON_ROUNDS=False
 
 Whether a CTA should hold a stack of short rows of odd length (Geometry.stack), for one:
 
@@ -45,6 +52,7 @@ and STACKS have the figures):
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -70,25 +78,36 @@ def parse_case(text: str) -> tuple[str, str, int]:
 
 def _module(name: str) -> tuple[Any, str]:
     """The module of a setting's NAME (ops/rows.py's; reduction.NAME:
-    ops/programs/reduction.py's) and the constant's own name."""
+    ops/programs/reduction.py's; schedule.NAME: lowering/schedules/reduction.py's) and the
+    constant's own name."""
+    from tile_mlir.lowering.schedules import reduction as schedule
     from tile_mlir.ops import rows
     from tile_mlir.ops.programs import reduction
 
     prefix, _, constant = name.rpartition(".")
-    return {"": rows, "reduction": reduction}.get(prefix), constant
+    return {"": rows, "reduction": reduction, "schedule": schedule}.get(prefix), constant
+
+
+def _lowering(name: str) -> bool:
+    """Whether a setting changes how the lowering builds a kernel of the same tile IR (its
+    variants then need kernels of their own: no cache may hand one the other's)."""
+    return name.startswith("schedule.")
 
 
 def parse_setting(text: str) -> tuple[str, Any]:
     """NAME=VALUE: one of ops/rows.py's constants (or reduction.NAME, one of
-    ops/programs/reduction.py's) and a Python literal, checked."""
+    ops/programs/reduction.py's; schedule.NAME, one of lowering/schedules/reduction.py's)
+    and a Python literal, checked."""
     import ast
 
     name, _, value = text.partition("=")
     module, constant = _module(name)
     if module is None or not constant.isupper() or not hasattr(module, constant):
         raise argparse.ArgumentTypeError(f"setting {text!r}: NAME is one of ops/rows.py's "
-                                         "constants (COPY_BYTES, EDGES, ...) or "
-                                         "reduction.NAME, one of ops/programs/reduction.py's")
+                                         "constants (COPY_BYTES, EDGES, ...), "
+                                         "reduction.NAME, one of ops/programs/reduction.py's, "
+                                         "or schedule.NAME, one of "
+                                         "lowering/schedules/reduction.py's")
     try:
         return name, ast.literal_eval(value)
     except (ValueError, SyntaxError):
@@ -202,15 +221,22 @@ def _without_edges() -> AbstractContextManager[None]:
 
 @contextmanager
 def _setting(name: str, value: Any) -> Iterator[None]:
-    """ops/rows.py's constant `name` (or reduction.NAME) set to `value` for a variant's
-    plans."""
+    """ops/rows.py's constant `name` (or reduction.NAME, schedule.NAME) set to `value` for
+    a variant's plans; a lowering's setting compiles the variant's kernels afresh (the
+    loaded ones forgotten; main turns the kernel cache off)."""
+    from tile_mlir.ops import kernels
+
     module, constant = _module(name)
     before = getattr(module, constant)
     setattr(module, constant, value)
+    if _lowering(name):
+        kernels.clear()
     try:
         yield
     finally:
         setattr(module, constant, before)
+        if _lowering(name):
+            kernels.clear()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -225,12 +251,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the planner's plan with softmax's e^x by expf, beside")
     parser.add_argument("--setting", action="append", type=parse_setting, default=[],
                         metavar="NAME=VALUE", help="the planner's plan with ops/rows.py's "
-                        "NAME (or reduction.NAME: ops/programs/reduction.py's) set to "
-                        "VALUE, beside")
+                        "NAME (or reduction.NAME: ops/programs/reduction.py's; schedule.NAME: "
+                        "lowering/schedules/reduction.py's) set to VALUE, beside")
     parser.add_argument("--mib", type=int, default=fused.TOTAL_BYTES >> 20,
                         help="the input's size in MiB")
     parser.add_argument("--reps", type=int, default=150)
     args = parser.parse_args(argv)
+    if any(_lowering(name) for name, _ in args.setting):
+        os.environ["TILE_MLIR_CACHE"] = "0"  # a kernel's request is its tile IR: the same
     import torch
 
     from tile_mlir.ops.timing import DeviceTimer

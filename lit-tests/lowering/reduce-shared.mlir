@@ -58,15 +58,18 @@ gpu.module @m {
 
 // -----
 
-// A bf16 row of 14336 (1792 vectors) over 512 threads: each lane's round of four loads
-// folds into one vector accumulator (four would hold 32 registers), and the lanes with
-// units left after it (the row is not a whole number of rounds) take their last three
-// loads together, under one branch, rather than a loop of one load at a time.
+// A bf16 row of 14336 (1792 vectors) over 512 threads, 256 a row: each lane's seven
+// loads are one round of four, folding into one vector accumulator (four would hold 32
+// registers), then the three left (the row is not a whole number of rounds) together,
+// under one branch, rather than a loop of one load at a time. Every lane has the same
+// rounds (a loop of a static trip count, here one: no loop), their loads issued
+// together; only an idle lane skips them (the outer branch).
 // CHECK-LABEL: gpu.func @long_rows
-// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8xf32>) {
+// CHECK: scf.if %{{.*}} -> (vector<8xf32>) {
 // CHECK-COUNT-4: vector.load {{.*}} : memref<2x14336xbf16>, vector<8xbf16>
 // CHECK: scf.if %{{.*}} -> (vector<8xf32>) {
 // CHECK-COUNT-3: vector.load {{.*}} : memref<2x14336xbf16>, vector<8xbf16>
+// CHECK-NOT: vector.load
 // CHECK-NOT: scf.for
 // CHECK: nvvm.shfl.sync  bfly
 gpu.module @m {

@@ -211,6 +211,15 @@ def test_rows_ab_reads_cases_and_variants() -> None:
     with script._setting("reduction.ROW_CTA_BYTES", 7):
         assert reduction.ROW_CTA_BYTES == 7
     assert reduction.ROW_CTA_BYTES == 1 << 15
+    # a lowering's constant: its variant's kernels compiled afresh, none kept loaded
+    from tile_mlir.lowering.schedules import reduction as schedule
+    from tile_mlir.ops import kernels
+    assert script.parse_setting("schedule.COMMON_ROUNDS=False") == \
+        ("schedule.COMMON_ROUNDS", False)
+    kernels._LOADED[("request", 0)] = None  # type: ignore[assignment]
+    with script._setting("schedule.COMMON_ROUNDS", False):
+        assert schedule.COMMON_ROUNDS is False and not kernels._LOADED
+    assert schedule.COMMON_ROUNDS is True
     for bad, says in [("NOPE=1", "NAME is one of"), ("other.ROW_CTA_BYTES=1", "NAME is one"),
                       ("reduction.ROW_CTA_BYTES=x", "a Python literal")]:
         with pytest.raises(argparse.ArgumentTypeError, match=says):

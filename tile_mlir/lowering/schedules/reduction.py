@@ -121,7 +121,7 @@ UNROLL = 4
 
 def fold_strided(red: Reduction, first: ir.Value, bound: int, *, step: int,
                  load_at: Callable[[ir.Value], ir.Value], vec: int, unroll: int = UNROLL,
-                 accumulators: int | None = None) -> ir.Value:
+                 accumulators: int | None = None, from_lane: bool = False) -> ir.Value:
     """Fold load_at(k) for k = first, first + step, ... < bound into a `vec`-wide value.
 
     Each round issues `unroll` independent loads of consecutive indices before it needs
@@ -129,11 +129,17 @@ def fold_strided(red: Reduction, first: ir.Value, bound: int, *, step: int,
     accumulator u % `accumulators` (as many as loads unless given: fewer keep registers
     for the loads in flight); folds are not reassociated otherwise. What is left (fewer
     than `unroll` indices) takes one more round of loads issued together (`_fold_tail`),
-    and the accumulators fold together last.
+    and the accumulators fold together last. `from_lane`: the caller promises first <
+    step (a lane's place in its stride) or first >= bound (an idle lane), so that every
+    working lane has the same full rounds (`_fold_rounds`).
     """
     accs = accumulators or unroll
     span = step * unroll
     main_end = bound - (unroll - 1) * step
+    rounds = (bound // step) // unroll
+    if from_lane and COMMON_ROUNDS and rounds and rounds * unroll * vec <= ROUND_VALUES:
+        return _fold_rounds(red, first, bound, step=step, load_at=load_at, vec=vec,
+                            unroll=unroll, accs=accs)
     if unroll == 1:
         return _fold_loop(red, first, bound, step=step, load_at=load_at,
                           accs=[red.identity(vec)])[0]
@@ -156,6 +162,60 @@ def fold_strided(red: Reduction, first: ir.Value, bound: int, *, step: int,
     rest = arith.addi(first, arith.muli(rounds, const_index(span)))
     results = _fold_tail(red, rest, bound, step=step, load_at=load_at,
                          accs=list(loop.results), count=unroll - 1)
+    total = results[0]
+    for acc in results[1:]:
+        total = red.combine(total, acc)
+    return total
+
+
+COMMON_ROUNDS = True
+"""fold_strided's rounds as a loop of a static trip count where every lane has them
+(`_fold_rounds`). NOT YET MEASURED (branch wip/unmeasured-kernels; no GPU was lent on stop
+64): the stages' sum and amax over f32 rows of 513 (130816 of them) ran 2.97 TB/s beside
+torch.compile's 3.02-3.03 with the lane's loop, whose second round's loads waited for the
+first's folds (PTX and SASS: 4 loads, 4 adds, 4 loads, 4 adds, the tail's load; now the 9
+loads first). To measure before main takes it: bench/rows_ab.py sum:f32:513 amax:f32:513
+sum:f32:257 sum:f32:1024 sum:bf16:8192 sum:f32:128 --mib 256 --setting
+schedule.COMMON_ROUNDS=False."""
+ROUND_VALUES = 32
+"""The elements a lane's common rounds may load at most (`_fold_rounds`): LLVM unrolls such
+a loop whole and ptxas issues every load of it together, each load's registers held until
+its fold; longer rows keep the loop (many warps keep their loads in flight anyway)."""
+
+
+def _fold_rounds(red: Reduction, first: ir.Value, bound: int, *, step: int,
+                 load_at: Callable[[ir.Value], ir.Value], vec: int, unroll: int,
+                 accs: int) -> ir.Value:
+    """fold_strided where first < step or first >= bound, and the rounds load at most
+    ROUND_VALUES elements: a lane that works has bound // step indices or one more, so
+    (bound // step) // unroll full rounds, a loop of that static trip count, which LLVM
+    unrolls (the rounds' loads then issue together), then what is left, at most `unroll`
+    indices (`_fold_tail`); an idle lane skips it all. fold_strided's loop from `first`
+    to a bound has a trip count that depends on the lane: each round's loads waited for
+    the previous round's folds."""
+    rounds = (bound // step) // unroll
+    identity = [red.identity(vec)] * accs
+    working = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, first, const_index(bound)),
+                       [a.type for a in identity], has_else=True)
+    with ir.InsertionPoint(working.then_block):
+        loop = scf.ForOp(const_index(0), const_index(rounds), const_index(1), identity)
+        with ir.InsertionPoint(loop.body):
+            base = arith.addi(first, arith.muli(loop.induction_variable,
+                                                const_index(step * unroll)))
+            values = [load_at(base if u == 0 else arith.addi(base, const_index(u * step)))
+                      for u in range(unroll)]
+            folded = list(loop.inner_iter_args)
+            for u, value in enumerate(values):
+                folded[u % accs] = red.combine(folded[u % accs], value)
+            scf.YieldOp(folded)
+        left = (bound // step) % unroll + (1 if bound % step else 0)  # at most, a lane
+        rest = arith.addi(first, const_index(rounds * step * unroll))
+        scf.YieldOp(_fold_tail(red, rest, bound, step=step, load_at=load_at,
+                               accs=list(loop.results), count=left) if left else
+                    list(loop.results))
+    with ir.InsertionPoint(working.else_block):
+        scf.YieldOp(identity)
+    results = list(working.results)
     total = results[0]
     for acc in results[1:]:
         total = red.combine(total, acc)

@@ -147,7 +147,7 @@ class RowReducer:
             return convert(value, src.operand.dtype, red.acc, vec)
 
         acc = fold_strided(red, first, self.units, step=step, load_at=load_at, vec=vec,
-                           accumulators=1)
+                           accumulators=1, from_lane=step > 1)
         if vec == 1:
             return acc
         lanes = [vector.extract(acc, [], [i]) for i in range(vec)]
