@@ -922,8 +922,87 @@ def alibi(args: list[Value], ty: Type) -> Value:
                    lambda: _alibi_lanes(length, pow2, position, ty))
 
 
+ALIBI_SLOPE = "bits"
+"""How _alibi_slope computes 2^(-E/n): "bits" (_slope_bits) or "series" (_slope_series,
+main's). NOT YET MEASURED (branch wip/unmeasured-kernels; no GPU was lent on stop 64):
+bench/alibi_ab.py times both kernels (torch.profiler, beside torch.compile's) with the
+variants it defines, and the one that loses goes. The series' chain after the position's
+division: a conversion, a product, a rounding, 13 dependent f64 FMAs, the exponent's
+add; the bits': integer shifts and masks, three selects, two f64 products (no series
+for n <= 32), the exponent's subtraction (PTX for ALiBi (32, 2048): 13 + 13 DFMA on the
+path before, 4 DMUL after)."""
+
+
 def _alibi_slope(head: Value, pow2: Value, f64: Type) -> Value:
-    """2^(-8(h+1)/n) for h < n, else 2^(-(8(h-n)+4)/n), in f64 (of `head`'s shape). The
+    """2^(-8(h+1)/n) for h < n, else 2^(-(8(h-n)+4)/n), in f64 (of `head`'s shape), as
+    ALIBI_SLOPE says."""
+    slope = _slope_bits if ALIBI_SLOPE == "bits" else _slope_series
+    return slope(head, pow2, f64)
+
+
+def _slope_bits(head: Value, pow2: Value, f64: Type) -> Value:
+    """2^(-E/n) for E = 8(h+1) where h < n, else 8(h-n)+4, in f64 (of `head`'s shape), n = 2^k.
+    E/n is exact in binary: its integer part q = E >> k, its fraction's top three bits t
+    and the rest r/n < 1/8. 2^-t/8 is a product of the constants 2^-1/2, 2^-1/4, 2^-1/8
+    picked by t's bits (two products, a few f64 ulps), 2^-r/n a short series (_exp2_small)
+    that only heads over 32 need (E is a multiple of 4: for n <= 32 the rest is 0, and
+    a scalar head's branch skips it), and 2^-q an exponent's subtraction.
+
+    In place of _slope_series's 13-term series of the whole fraction in the chain from the
+    position to the store: ALIBI_SLOPE."""
+    it = head.type
+    one = const(it, 1)
+    exponent = arith.select(arith.cmpi(arith.CmpIPredicate.ult, head, pow2),
+                            arith.muli(arith.addi(head, one), const(it, 8)),
+                            arith.addi(arith.muli(arith.subi(head, pow2), const(it, 8)),
+                                       const(it, 4)))
+    # n = 2^k is the f64 of bits (1023 + k) << 52, 1/n the one of (1023 - k) << 52
+    scale = arith.bitcast(it, arith.uitofp(f64, pow2))
+    k = arith.subi(arith.shrui(scale, const(it, 52)), const(it, 1023))
+    whole = arith.shrui(exponent, k)
+    fraction = arith.andi(exponent, arith.subi(pow2, one))
+    top = arith.shrui(arith.shli(fraction, const(it, 3)), k)
+    rest = arith.subi(fraction, arith.shrui(arith.muli(top, pow2), const(it, 3)))
+    factors = [arith.select(arith.cmpi(arith.CmpIPredicate.ne,
+                                       arith.andi(top, const(it, bit)), const(it, 0)),
+                            const(f64, 2.0 ** (-bit / 8)), const(f64, 1.0))
+               for bit in (4, 2, 1)]
+    slope = arith.mulf(arith.mulf(factors[0], factors[1]), factors[2])
+    inverse = arith.bitcast(f64, arith.subi(const(it, 2046 << 52), scale))
+    small = arith.negf(arith.mulf(arith.uitofp(f64, rest), inverse))
+    if isinstance(it, ir.VectorType):  # each lane's series (2^-0 is 1 exactly)
+        slope = arith.mulf(slope, _exp2_small(small))
+    else:
+        branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ne, rest, const(it, 0)), [f64],
+                          has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            scf.YieldOp([arith.mulf(slope, _exp2_small(small))])
+        with ir.InsertionPoint(branch.else_block):
+            scf.YieldOp([slope])
+        slope = branch.results[0]
+    bits = arith.subi(arith.bitcast(it, slope), arith.shli(whole, const(it, 52)))
+    return arith.bitcast(f64, bits)
+
+
+EXP2_TERMS = tuple(math.log(2) ** k / math.factorial(k) for k in range(10))
+"""2^f = e^(f ln 2) = sum over k of (ln 2)^k / k! f^k, to degree 9: on |f| < 1/8 the terms
+left out sum to under (ln 2 / 8)^10 / 10! < 2^-56 of the result."""
+
+
+def _exp2_small(f: Value) -> Value:
+    """2^f in f64 (of f's shape) for |f| < 1/8 by EXP2_TERMS in Horner's fused steps:
+    straight-line code, where math.exp2 (libdevice) branches to its cases of overflow,
+    underflow and NaN."""
+    ty = f.type
+    p = const(ty, EXP2_TERMS[-1])
+    for term in reversed(EXP2_TERMS[:-1]):
+        p = mlir_math.fma(p, f, const(ty, term))
+    return p
+
+
+def _slope_series(head: Value, pow2: Value, f64: Type) -> Value:
+    """2^(-8(h+1)/n) for h < n, else 2^(-(8(h-n)+4)/n), in f64 (of `head`'s shape), main's
+    body until ALIBI_SLOPE's A/B (_slope_bits). The
     exponent is the integer times 1/n, exact: n = 2^k is an f64 of bits (1023 + k) << 52,
     1/n one of (1023 - k) << 52, their sum 2046 << 52 (a division took a Newton iteration
     and a fix-up branch). With _divide's 32-bit head split and _exp2_near, measured on an
@@ -973,7 +1052,7 @@ def _alibi_slope(head: Value, pow2: Value, f64: Type) -> Value:
     return _exp2_near(arith.mulf(arith.negf(arith.uitofp(f64, exponent)), inverse))
 
 
-EXP2_TERMS = tuple(math.log(2) ** k / math.factorial(k) for k in range(14))
+EXP2_SERIES = tuple(math.log(2) ** k / math.factorial(k) for k in range(14))
 """2^f = e^(f ln 2) = sum over k of (ln 2)^k / k! f^k, to degree 13: on |f| <= 1/2 the
 terms left out sum to under (ln 2 / 2)^14 / 14! < 2^-57 of the result."""
 
@@ -981,7 +1060,7 @@ terms left out sum to under (ln 2 / 2)^14 / 14! < 2^-57 of the result."""
 def _exp2_near(t: Value) -> Value:
     """2^t in f64 (of t's shape) for |t| < 1000 (an ALiBi slope's exponent lies in
     [-8, 0): h < 2n heads): t = q + f with q the nearest integer (math.roundeven, as the
-    sinusoidal pairs' quadrants) and |f| <= 1/2, 2^f by EXP2_TERMS in Horner's fused
+    sinusoidal pairs' quadrants) and |f| <= 1/2, 2^f by EXP2_SERIES in Horner's fused
     steps, q added to its exponent's bits. Straight-line code, where math.exp2
     (libdevice) branches to its cases of overflow, underflow and NaN, which kept two
     slopes' chains from overlapping."""
@@ -989,8 +1068,8 @@ def _exp2_near(t: Value) -> Value:
     bits_type = emit.with_element_type(ty, ir.IntegerType.get_signless(64))
     q = mlir_math.roundeven(t)
     f = arith.subf(t, q)
-    p = const(ty, EXP2_TERMS[-1])
-    for term in reversed(EXP2_TERMS[:-1]):
+    p = const(ty, EXP2_SERIES[-1])
+    for term in reversed(EXP2_SERIES[:-1]):
         p = mlir_math.fma(p, f, const(ty, term))
     shift = arith.shli(arith.fptosi(bits_type, q), const(bits_type, 52))
     return arith.bitcast(ty, arith.addi(arith.bitcast(bits_type, p), shift))
