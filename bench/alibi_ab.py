@@ -1,16 +1,16 @@
-"""A/B of the ALiBi kernel's body (op_table/bodies.py's ALIBI_SLOPE and variants defined
-here), beside torch.compile's kernel: each variant's result checked against float64
-(within an f32 ulp), its call timed by the one DeviceTimer (torch.compile's beside), and
-both kernels' durations by torch.profiler (L2 flushed before each), which is what tells
-them apart: the ~3 us around the kernels move the calls by more than the kernels differ.
+"""A/B of the ALiBi kernel's body (op_table/bodies.py's ALIBI_SLOPE and ALIBI_DIVIDE,
+and a variant defined here), beside torch.compile's kernel: each variant's result
+checked against float64 (within an f32 ulp), its call timed by the one DeviceTimer
+(torch.compile's beside), and both kernels' durations by torch.profiler (L2 flushed
+before each), which is what tells them apart: the ~3 us around the kernels move the
+calls by more than the kernels differ.
 
     python3 bench/alibi_ab.py [--heads 32] [--length 2048] [--calls 200]
 
-Variants: "series" and "bits" (ALIBI_SLOPE); "bits, 32-bit" (the slope's integer work in
-i32, which holds for fewer than 2^27 heads); and, for a power-of-two length only, two
-that time a cheaper division than _divide's (a branch to 32 bits, then div.u32): "bits,
-shift" (the length's shift) and "bits, mulhi" (a 64-bit multiply-high by a magic number
-that LLVM cannot make a shift, as a division by any length given its magic would be).
+Variants: the slope by "series" or "bits", the head and column by "divide" (a branch to
+32 bits, then div.u32) or "magic" (a multiply-high by the length's division magic), main's
+body ("series, divide") first and last (the drift between); and "bits 32-bit, magic" (the
+slope's integer work in i32, which holds for fewer than 2^27 heads).
 """
 
 from __future__ import annotations
@@ -24,38 +24,17 @@ from typing import Any
 Patch = dict[str, Any]
 
 
-def _variants(length: int) -> dict[str, Patch]:
+def _variants() -> dict[str, Patch]:
     """Each variant's settings of op_table/bodies.py's names."""
-    from mlir import ir
-    from mlir.dialects import arith, llvm
-
     from tile_mlir.op_table import bodies
 
-    const = bodies.const
-    shift = length.bit_length() - 1
+    def body(slope: str, divide: str) -> Patch:
+        return {"ALIBI_SLOPE": slope, "ALIBI_DIVIDE": divide}
 
-    def shift_divide(a: ir.Value, _: ir.Value) -> tuple[ir.Value, ir.Value]:
-        return arith.shrui(a, const(a.type, shift)), arith.andi(a, const(a.type, length - 1))
-
-    def mulhi_divide(a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
-        # q = mulhi(2a, M) >> shift with M = 2^63 + 1: exact for a < 2^31 (M d - 2^(63+l) = d)
-        i64 = a.type
-        magic = const(i64, (1 << 63) + 1 - (1 << 64))
-        high = llvm.CallIntrinsicOp(i64, "llvm.nvvm.mulhi.ull",
-                                    [arith.shli(a, const(i64, 1)), magic], [], []).results[0]
-        q = arith.shrui(high, const(i64, shift))
-        return q, arith.subi(a, arith.muli(q, b))
-
-    variants: dict[str, Patch] = {
-        "series": {"ALIBI_SLOPE": "series"},
-        "bits": {"ALIBI_SLOPE": "bits"},
-        "bits, 32-bit": {"ALIBI_SLOPE": "bits", "_slope_bits": _slope_bits32(bodies)},
-    }
-    if length & (length - 1) == 0:
-        variants["bits, shift"] = {"ALIBI_SLOPE": "bits", "_divide": shift_divide}
-        variants["bits, mulhi"] = {"ALIBI_SLOPE": "bits", "_divide": mulhi_divide}
-    variants["series again"] = {"ALIBI_SLOPE": "series"}
-    return variants
+    return {"series, divide": body("series", "divide"), "bits, divide": body("bits", "divide"),
+            "series, magic": body("series", "magic"), "bits, magic": body("bits", "magic"),
+            "bits 32-bit, magic": {**body("bits", "magic"), "_slope_bits": _slope_bits32(bodies)},
+            "series, divide again": body("series", "divide")}
 
 
 def _slope_bits32(bodies: Any) -> Callable[..., Any]:
@@ -151,14 +130,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     timer = DeviceTimer(args.reps)
     print(f"device: {torch.cuda.get_device_name()}; ALiBi ({heads}, {length}) f32; "
           f"{args.reps} timed and {args.calls} profiled calls a variant")
-    for name, patch in _variants(length).items():
+    for name, patch in _variants().items():
         got, call = harness.variant(_patched(patch), lambda: ops.alibi(heads, length))
         error = float(((got.double() - want).abs() / want.abs().clamp_min(1e-30)).max())
         exact = bool((got == want.float()).all())
         compiled()
         times = timer.time({"compile": compiled, name: call})
         kernels = _profiled(torch, timer, call, compiled, args.calls)
-        print(f"{name:14s} max rel error {error:.2e} ({'all' if exact else 'not all'} the "
+        print(f"{name:20s} max rel error {error:.2e} ({'all' if exact else 'not all'} the "
               f"f64 values rounded once); call {times[name].median_s * 1e6:.3f} us, "
               f"torch.compile's {times['compile'].median_s * 1e6:.3f} "
               f"({times['compile'].median_s / times[name].median_s:.3f}x); kernels: "

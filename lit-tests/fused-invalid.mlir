@@ -48,8 +48,8 @@ gpu.module @m {
     "tile.elementwise"(%a, %a) {op = "fused", expr = ["exp(%0) : f32", "leaky_relu(%0, $0) : f32"], scope = "cta", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32>) -> ()
     // expected-error@+1 {{step 0 'lt(%0, %1) : f32': 'lt' produces bool, not f32}}
     "tile.elementwise"(%a, %a, %s) {op = "fused", expr = ["lt(%0, %1) : f32"], scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xf32>, memref<64xf32>, f32) -> ()
-    // expected-error@+1 {{step 1 'alibi_bias(%1, %1, $0) : f32': input 2 of 'alibi_bias' is its index base: an i64 scalar, not a tile}}
-    "tile.elementwise"(%a, %a, %n) {op = "fused", expr = ["exp(%0) : f32", "alibi_bias(%1, %1, $0) : f32"], scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xf32>, memref<64xf32>, i64) -> ()
+    // expected-error@+1 {{step 1 'alibi_bias(%1, %1, %1, $0) : f32': input 3 of 'alibi_bias' is its index base: an i64 scalar, not a tile}}
+    "tile.elementwise"(%a, %a, %n) {op = "fused", expr = ["exp(%0) : f32", "alibi_bias(%1, %1, %1, $0) : f32"], scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xf32>, memref<64xf32>, i64) -> ()
     // expected-error@+1 {{input 1 has shape 32, but dst has shape 64}}
     "tile.elementwise"(%a, %a, %c) {op = "fused", expr = ["add(%0, %1) : f32"], scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xf32>, memref<64xf32>, memref<32xf32>) -> ()
     gpu.return

@@ -207,8 +207,10 @@ gpu.module @m {
 
 gpu.module @m {
   gpu.func @k(%a: memref<64xf32>, %n: i64, %base: i32) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
-    // expected-error@+1 {{input 2 of 'alibi_bias' is its index base: an i64 scalar, not i32}}
-    "tile.elementwise"(%a, %n, %n, %base) {op = "alibi_bias", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (memref<64xf32>, i64, i64, i32) -> ()
+    // an index base of another type (as a fused step: the plain op's variadic slot, which
+    // holds the length's magic and the base, binds one type)
+    // expected-error@+1 {{step 0 'alibi_bias(%1, %2, %3, %0) : f32': input 3 of 'alibi_bias' is its index base: an i64 scalar, not i32}}
+    "tile.elementwise"(%a, %base, %n, %n, %n) {op = "fused", expr = ["alibi_bias(%1, %2, %3, %0) : f32"], scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 2>} : (memref<64xf32>, i32, i64, i64, i64) -> ()
     gpu.return
   }
 }

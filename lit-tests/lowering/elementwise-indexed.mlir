@@ -43,12 +43,15 @@ gpu.module @m {
 // CHECK: %[[LIN:.*]] = arith.addi %[[R8]], %[[COL]] : index
 // CHECK: %[[I:.*]] = arith.index_cast %[[LIN]] : index to i64
 // CHECK: arith.addi %[[BASE]], %[[I]] : i64
-// the slope's 2^t in f64, straight-line (bodies._exp2_near: Horner's fused steps)
+// the head and column by the length's magic (a multiply-high, no division), and the
+// slope's 2^t in f64 (bodies._exp2_small's Horner steps where its fraction needs them)
+// CHECK: arith.mului_extended {{.*}} : i64
+// CHECK-NOT: arith.divui {{.*}} : i64
 // CHECK: math.fma {{.*}} : f64
 gpu.module @m {
-  gpu.func @smem(%base: i64, %length: i64, %pow2: i64) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+  gpu.func @smem(%base: i64, %length: i64, %pow2: i64, %magic: i64) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
     %s = "tile.alloc"() {layout = #tile.layout<"S[(16, 8):(1, 16)]">} : () -> memref<16x8xf32, #gpu.address_space<workgroup>>
-    "tile.elementwise"(%s, %length, %pow2, %base) {op = "alibi_bias", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (memref<16x8xf32, #gpu.address_space<workgroup>>, i64, i64, i64) -> ()
+    "tile.elementwise"(%s, %length, %pow2, %magic, %base) {op = "alibi_bias", scope = "cta", operandSegmentSizes = array<i32: 1, 1, 1, 2>} : (memref<16x8xf32, #gpu.address_space<workgroup>>, i64, i64, i64, i64) -> ()
     gpu.return
   }
 }

@@ -18,7 +18,7 @@ from support.differential import paper_slopes
 from support.emulated import Device, EmuArray
 
 import tile_mlir
-from tile_mlir import ops
+from tile_mlir import op_table, ops
 from tile_mlir.dtypes import DTYPES
 from tile_mlir.op_table import refs
 from tile_mlir.ops import strategy
@@ -260,14 +260,34 @@ def test_alibi(device: Device, dtype: str, heads: int, length: int) -> None:
 
 def test_alibi_kernel_divides_cheaply(device: Device) -> None:
     """The slopes' exponent is scaled by 1/n (no f64 division), and an access's head and
-    column come from a 32-bit division where the position fits (bodies._divide): the
-    kernel's PTX has no div.rn.f64 and a div.u32 (the 64-bit one stays for the rest)."""
+    column come from the length's division magic (bodies._divide_magic): the kernel's PTX
+    has a mul.hi.u64 and no integer division at all."""
     like = device.array(np.zeros(1, np.float32))
     got = ops.alibi(32, 2048, like=like)
     _close(got.numpy(), np.array(paper_slopes(32))[:, None] * np.arange(2048), "f32")
     ptx = tile_mlir.compile(device.launches[-1], chip="sm_90", cache=False).ptx["kernels"]
     assert "div.rn.f64" not in ptx
-    assert re.search(r"\b(div|rem)\.u32\b", ptx), "no 32-bit division"
+    assert "mul.hi.u64" in ptx
+    assert not re.search(r"\b(div|rem)\.[us](32|64)\b", ptx), "an integer division"
+
+
+@pytest.mark.parametrize("divisor", [1, 2, 3, 7, 9, 2047, 2048, 2049, 50257, (1 << 31) - 1,
+                                     1 << 40, (1 << 62) + 1, (1 << 63) - 1])
+def test_division_magic(divisor: int, rng: np.random.Generator) -> None:
+    """a // d = mulhi(2a, M) >> ceil(log2 d) for every a < 2^63 (the ends, multiples of d
+    and their neighbours, random ones), M = op_table.division_magic(d) as an i64's bits."""
+    magic = op_table.division_magic(divisor) % (1 << 64)
+    assert magic < 1 << 64
+    shift = (divisor - 1).bit_length()
+    top = (1 << 63) - 1
+    edges = [0, 1, divisor - 1, divisor, divisor + 1, top, top // divisor * divisor,
+             top // divisor * divisor - 1]
+    for a in [*edges, *(int(v) for v in rng.integers(0, top, 2000, dtype=np.int64))]:
+        if 0 <= a <= top:
+            assert (2 * a * magic) >> 64 >> shift == a // divisor, a
+    for bad in (0, 1 << 63):
+        with pytest.raises(ValueError, match="not in"):
+            op_table.division_magic(bad)
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])

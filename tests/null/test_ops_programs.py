@@ -87,7 +87,7 @@ def _elementwise() -> dict[str, Signature]:
         "indexed rows": Signature("dropout_philox", _a("f32", "?32", "1"),
                                   (_a("f32", "?8", "1"), *stream), 2, "rows", DEFAULT, 0, 32),
         "indexed blocks": Signature("alibi_bias", _a("f32", "?16", "1"),
-                                    ("i64", "i64", INDEX), 2, "blocks", DEFAULT, 80, 32),
+                                    ("i64", "i64", "i64", INDEX), 2, "blocks", DEFAULT, 80, 32),
         "indexed blocks rank 3": Signature("dropout_philox", _a("bf16", "?64", "?32", "1"),
                                            (_a("bf16", "?64", "?32", "1"), *stream), 3,
                                            "blocks", DEFAULT, 96, 32),

@@ -140,13 +140,14 @@ INDEXED = """gpu.module @kernels {
     %out_t = memref.subview %out[%tid, 0] [1, 36] [1, 1] : memref<32x36xf32> to memref<36xf32, strided<[1], offset: ?>>
     %len = arith.constant 9 : i64
     %pow2 = arith.constant 4 : i64
+    %magic = arith.constant -2049638230412172401 : i64
     %w = arith.constant 36 : i64
     %tid64 = arith.index_cast %tid : index to i64
     %base = arith.muli %tid64, %w : i64
     %e = memref.alloca() : memref<36xf32>
     "tile.elementwise"(%e, %x_t) {op = "exp", scope = "thread", operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<36xf32>, memref<36xf32, strided<[1], offset: ?>>) -> ()
     %bias = memref.alloca() : memref<36xf32>
-    "tile.elementwise"(%bias, %len, %pow2, %base) {op = "alibi_bias", scope = "thread", operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (memref<36xf32>, i64, i64, i64) -> ()
+    "tile.elementwise"(%bias, %len, %pow2, %magic, %base) {op = "alibi_bias", scope = "thread", operandSegmentSizes = array<i32: 1, 1, 1, 2>} : (memref<36xf32>, i64, i64, i64, i64) -> ()
     %sum = memref.alloca() : memref<36xf32>
     "tile.elementwise"(%sum, %e, %bias) {op = "add", scope = "thread", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<36xf32>, memref<36xf32>, memref<36xf32>) -> ()
     "tile.elementwise"(%out_t, %sum, %x_t) {op = "mul", scope = "thread", operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<36xf32, strided<[1], offset: ?>>, memref<36xf32>, memref<36xf32, strided<[1], offset: ?>>) -> ()
@@ -171,7 +172,7 @@ def test_indexed_row_fuses(rng: np.random.Generator) -> None:
     assert not different(fused, unfused).any()
     x = inputs["x"].astype(np.float64)
     positions = np.arange(x.size).reshape(x.shape)
-    expected = (np.exp(x) + ref_alibi(9, 4, positions)) * x
+    expected = (np.exp(x) + ref_alibi(9, 4, -2049638230412172401, positions)) * x
     np.testing.assert_allclose(fused, expected, rtol=1e-5, atol=1e-6)
 
 

@@ -190,6 +190,18 @@ def _predicate(name: str) -> EwOp:
                 exact=True)
 
 
+def division_magic(divisor: int) -> int:
+    """M, as the i64 of its bits, such that a // d = mulhi(2a, M) >> ceil(log2 d) for every
+    0 <= a < 2^63 (1 <= d < 2^63; mulhi the high word of the 128-bit product): M =
+    ceil(2^(63 + l) / d), l = ceil(log2 d), under 2^64. With M d = 2^(63+l) + e, 0 <= e <
+    d <= 2^l: a M / 2^(63+l) = a / d + a e / (d 2^(63+l)), whose second term stays under
+    1/d (a e < 2^(63+l)), so the floor is a // d. bodies.alibi's division by its length."""
+    if not 1 <= divisor < 1 << 63:
+        raise ValueError(f"division_magic: the divisor {divisor} is not in [1, 2^63)")
+    magic = -(-(1 << (63 + (divisor - 1).bit_length())) // divisor)
+    return magic - (1 << 64) if magic >= 1 << 63 else magic
+
+
 GENERATED = ("f32", "f16", "bf16")
 """The position encodings' types (fp8 has no use for a table of encodings)."""
 
@@ -300,8 +312,8 @@ _ROWS = (
                scalars=(1, 2, 3, 4), kept=(2, 3, 4)),
     _generator("dropout_mask", 4, b.dropout_mask, r.dropout_mask, dtypes=("bool",),
                out="bool", scalars=(0, 1, 2), kept=(0, 1, 2)),
-    _generator("alibi_bias", 3, b.alibi, r.alibi, dtypes=GENERATED, out="same",
-               scalars=(0, 1), kept=(0, 1), exact=False),
+    _generator("alibi_bias", 4, b.alibi, r.alibi, dtypes=GENERATED, out="same",
+               scalars=(0, 1, 2), kept=(0, 1, 2), exact=False),
     _generator("sinusoidal_pe", 4, b.sinusoidal, r.sinusoidal, dtypes=GENERATED, out="same",
                scalars=(0, 1, 2), kept=(0, 1, 2), exact=False, floats=(0, 1)),
     # the compiler's primitives

@@ -908,18 +908,44 @@ def alibi(args: list[Value], ty: Type) -> Value:
     """bias[h, j] = slope_h * j over (heads, length), position = h * length + j; with n
     the largest power of two <= heads, slope_h = 2^(-8(h+1)/n) for h < n and
     2^(-(8(h-n)+4)/n) for the rest (the odd powers of 2n heads' base, as the ALiBi
-    paper's get_slopes and BLOOM's build_alibi_tensor). The exponent is exact; exp2 and
-    the product are computed in f64 and rounded once to f32. An access whose lanes see
-    at most one head change (length at least its lane count, a uniform branch) divides
-    once and takes two slopes (`_alibi_heads`); any other computes each lane's."""
-    length, pow2, position = args
+    paper's get_slopes and BLOOM's build_alibi_tensor). The scalars: length, n and
+    length's division magic (op_table.division_magic: the position's head and column by a
+    multiply-high and a shift, `_divide_magic`). The exponent is exact; exp2 and the
+    product are computed in f64 and rounded once to f32. An access whose lanes see at
+    most one head change (length at least its lane count, a uniform branch) divides once
+    and takes two slopes (`_alibi_heads`); any other computes each lane's."""
+    length, pow2, magic, position = args
     lanes = _lanes(ty)
     if lanes == 1:
-        return _alibi_lanes(length, pow2, position, ty)
+        return _alibi_lanes(length, pow2, magic, position, ty)
     width = _lane0(length)
     wide = arith.cmpi(arith.CmpIPredicate.uge, width, const(width.type, lanes))
-    return _either(wide, ty, lambda: _alibi_heads(width, _lane0(pow2), position, ty),
-                   lambda: _alibi_lanes(length, pow2, position, ty))
+    return _either(wide, ty,
+                   lambda: _alibi_heads(width, _lane0(pow2), _lane0(magic), position, ty),
+                   lambda: _alibi_lanes(length, pow2, magic, position, ty))
+
+
+def _divide_magic(a: Value, b: Value, magic: Value) -> tuple[Value, Value]:
+    """(a / b, a % b) of unsigned i64 values (scalars or vectors), a < 2^63, 1 <= b < 2^63,
+    by b's magic M (op_table.division_magic): a / b = mulhi(2a, M) >> l, l = ceil(log2 b)
+    (64 less the leading zeros of b - 1: the b's, off the position's chain), a multiply-high
+    and two shifts where a division takes a branch to 32 bits and div.u32's sequence
+    (`_divide`), or 64 bits' much longer one. ALIBI_DIVIDE."""
+    if ALIBI_DIVIDE != "magic":
+        return _divide(a, b) if not isinstance(a.type, ir.VectorType) else \
+            (arith.divui(a, b), arith.remui(a, b))
+    it = a.type
+    shift = arith.subi(const(it, 64), llvm.intr_ctlz(arith.subi(b, const(it, 1)), False))
+    _, high = arith.mului_extended(arith.shli(a, const(it, 1)), magic)
+    quotient = arith.shrui(high, shift)
+    return quotient, arith.subi(a, arith.muli(quotient, b))
+
+
+ALIBI_DIVIDE = "magic"
+"""How alibi finds a position's head and column: "magic" (`_divide_magic`) or "divide" (a
+division: `_divide`'s branch to 32 bits for a scalar). NOT YET MEASURED (branch
+wip/unmeasured-kernels): bench/alibi_ab.py. The shift of a power-of-two length took the
+kernel 1.24 -> 1.19 us (H100, 2026-12-07, _slope_series's docstring)."""
 
 
 ALIBI_SLOPE = "bits"
@@ -1090,19 +1116,21 @@ def _divide(a: Value, b: Value) -> tuple[Value, Value]:
     return branch.results[0], branch.results[1]
 
 
-def _alibi_lanes(length: Value, pow2: Value, position: Value, ty: Type) -> Value:
+def _alibi_lanes(length: Value, pow2: Value, magic: Value, position: Value, ty: Type
+                 ) -> Value:
     f64 = _f64(ty)
-    head, column = arith.divui(position, length), arith.remui(position, length)
+    head, column = _divide_magic(position, length, magic)
     return arith.truncf(ty, arith.mulf(_alibi_slope(head, pow2, f64),
                                        arith.uitofp(f64, column)))
 
 
-def _alibi_heads(length: Value, pow2: Value, position: Value, ty: Type) -> Value:
+def _alibi_heads(length: Value, pow2: Value, magic: Value, position: Value, ty: Type
+                 ) -> Value:
     """One division for the access's first lane; lane l is at column j0 + l of its head,
     or j0 + l - length of the next."""
     lanes = ir.VectorType(ty).shape[0]
     i64, f64 = length.type, ir.F64Type.get()
-    head, column = _divide(_lane0(position), length)
+    head, column = _divide_magic(_lane0(position), length, magic)
     slopes = [_alibi_slope(head, pow2, f64),
               _alibi_slope(arith.addi(head, const(i64, 1)), pow2, f64)]
     values = []

@@ -431,8 +431,9 @@ def dropout(x: Array, scale: Array, seed: Array, offset: Array,  # noqa: PLR0917
         return x * mask * np.asarray(scale, x.dtype)
 
 
-def alibi(length: Array, pow2: Array, position: Array) -> Array:
-    """slope_h * j in float64 for position h * length + j (bodies.alibi's formula)."""
+def alibi(length: Array, pow2: Array, magic: Array, position: Array) -> Array:
+    """slope_h * j in float64 for position h * length + j (bodies.alibi's formula; `magic`,
+    length's division magic, is the kernel's way to the head and column)."""
     index = np.asarray(position).astype(np.int64)
     n = int(np.asarray(pow2))
     head, column = np.divmod(index, int(np.asarray(length)))

@@ -323,8 +323,10 @@ def alibi(b: Builder, num_heads: int, seq_len: int, *, dtype: Any = None, device
     length = _size(seq_len, "seq_len", "alibi")
     _place(b, device, like, out, "alibi")
     pow2 = 1 << (heads.bit_length() - 1)
+    magic = op_table.division_magic(max(length, 1))
     return _generated(b, "alibi_bias", (heads, length),
-                      [_constant("seq_len", length, "i64"), _constant("pow2", pow2, "i64")],
+                      [_constant("seq_len", length, "i64"), _constant("pow2", pow2, "i64"),
+                       _constant("magic", magic, "i64")],
                       dtype=dtype, out=out, what="alibi")
 
 
