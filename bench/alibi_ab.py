@@ -1,16 +1,14 @@
-"""A/B of the ALiBi kernel's body (op_table/bodies.py's ALIBI_SLOPE and ALIBI_DIVIDE,
-and a variant defined here), beside torch.compile's kernel: each variant's result
-checked against float64 (within an f32 ulp), its call timed by the one DeviceTimer
-(torch.compile's beside), and both kernels' durations by torch.profiler (L2 flushed
-before each), which is what tells them apart: the ~3 us around the kernels move the
-calls by more than the kernels differ.
+"""A/B of the ALiBi kernel's body (op_table/bodies.py: its names patched by the variants
+defined here), beside torch.compile's kernel: each variant's result checked against
+float64 (within an f32 ulp), its call timed by the one DeviceTimer (torch.compile's
+beside), and both kernels' durations by torch.profiler (L2 flushed before each), which is
+what tells them apart: the ~3 us around the kernels move the calls by more than the
+kernels differ.
 
     python3 bench/alibi_ab.py [--heads 32] [--length 2048] [--calls 200]
 
-Variants: the slope by "series" or "bits", the head and column by "divide" (a branch to
-32 bits, then div.u32) or "magic" (a multiply-high by the length's division magic), main's
-body ("series, divide") first and last (the drift between); and "bits 32-bit, magic" (the
-slope's integer work in i32, which holds for fewer than 2^27 heads).
+Variants: the body first and last (the drift between), and the body with the position's
+head and column by a division in place of the length's division magic (_divide_magic).
 """
 
 from __future__ import annotations
@@ -25,60 +23,17 @@ Patch = dict[str, Any]
 
 
 def _variants() -> dict[str, Patch]:
-    """Each variant's settings of op_table/bodies.py's names."""
-    from tile_mlir.op_table import bodies
-
-    def body(slope: str, divide: str) -> Patch:
-        return {"ALIBI_SLOPE": slope, "ALIBI_DIVIDE": divide}
-
-    return {"series, divide": body("series", "divide"), "bits, divide": body("bits", "divide"),
-            "series, magic": body("series", "magic"), "bits, magic": body("bits", "magic"),
-            "bits 32-bit, magic": {**body("bits", "magic"), "_slope_bits": _slope_bits32(bodies)},
-            "series, divide again": body("series", "divide")}
+    """Each variant's settings of op_table/bodies.py's names: the body first and last (the
+    drift between), and the head and column by a division (arith.divui and remui) in
+    place of the length's magic."""
+    return {"body": {}, "division": {"_divide_magic": _divide_plain}, "body again": {}}
 
 
-def _slope_bits32(bodies: Any) -> Callable[..., Any]:
-    """bodies._slope_bits with its integer work in i32 (a vector head: the i64 one)."""
-    from mlir import ir
-    from mlir.dialects import arith, scf
+def _divide_plain(a: Any, b: Any, magic: Any) -> tuple[Any, Any]:
+    """bodies._divide_magic's quotient and remainder by the division itself."""
+    from mlir.dialects import arith
 
-    const, wide = bodies.const, bodies._slope_bits
-
-    def slope(head: ir.Value, pow2: ir.Value, f64: ir.Type) -> ir.Value:
-        if isinstance(head.type, ir.VectorType):
-            return wide(head, pow2, f64)
-        i32, i64 = ir.IntegerType.get_signless(32), head.type
-        h, n = arith.trunci(i32, head), arith.trunci(i32, pow2)
-        one = const(i32, 1)
-        exponent = arith.select(
-            arith.cmpi(arith.CmpIPredicate.ult, h, n),
-            arith.muli(arith.addi(h, one), const(i32, 8)),
-            arith.addi(arith.muli(arith.subi(h, n), const(i32, 8)), const(i32, 4)))
-        scale = arith.bitcast(i32, arith.uitofp(ir.F32Type.get(), n))
-        k = arith.subi(arith.shrui(scale, const(i32, 23)), const(i32, 127))
-        whole = arith.shrui(exponent, k)
-        fraction = arith.andi(exponent, arith.subi(n, one))
-        top = arith.shrui(arith.shli(fraction, const(i32, 3)), k)
-        rest = arith.subi(fraction, arith.shrui(arith.muli(top, n), const(i32, 3)))
-        factors = [arith.select(arith.cmpi(arith.CmpIPredicate.ne,
-                                           arith.andi(top, const(i32, bit)), const(i32, 0)),
-                                const(f64, 2.0 ** (-bit / 8)), const(f64, 1.0))
-                   for bit in (4, 2, 1)]
-        value = arith.mulf(arith.mulf(factors[0], factors[1]), factors[2])
-        inverse = arith.bitcast(f64, arith.shli(arith.extui(i64, arith.subi(const(i32, 1023), k)),
-                                                const(i64, 52)))
-        small = arith.negf(arith.mulf(arith.uitofp(f64, rest), inverse))
-        branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ne, rest, const(i32, 0)), [f64],
-                          has_else=True)
-        with ir.InsertionPoint(branch.then_block):
-            scf.YieldOp([arith.mulf(value, bodies._exp2_small(small))])
-        with ir.InsertionPoint(branch.else_block):
-            scf.YieldOp([value])
-        bits = arith.subi(arith.bitcast(i64, branch.results[0]),
-                          arith.shli(arith.extui(i64, whole), const(i64, 52)))
-        return arith.bitcast(f64, bits)
-
-    return slope
+    return arith.divui(a, b), arith.remui(a, b)
 
 
 @contextmanager

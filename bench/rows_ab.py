@@ -27,10 +27,10 @@ compiled afresh; --mib the input's size, 128 by default):
         --setting COPY_BYTES=1099511627776
 
 Whether the stages' lanes should read their common rounds as a loop of a static trip count
-(lowering/schedules/reduction.py's COMMON_ROUNDS), for one:
+(lowering/schedules/reduction.py's ROUND_VALUES, 0 for none), for one:
 
     python3 bench/rows_ab.py sum:f32:513 amax:f32:513 sum:f32:257 sum:f32:1024 \\
-        sum:bf16:8192 sum:f32:128 --mib 256 --setting schedule.COMMON_ROUNDS=False
+        sum:bf16:8192 sum:f32:128 --mib 256 --setting schedule.ROUND_VALUES=0
 
 Whether a CTA should hold a stack of short rows of odd length (Geometry.stack), for one:
 

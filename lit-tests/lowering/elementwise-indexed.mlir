@@ -44,7 +44,7 @@ gpu.module @m {
 // CHECK: %[[I:.*]] = arith.index_cast %[[LIN]] : index to i64
 // CHECK: arith.addi %[[BASE]], %[[I]] : i64
 // the head and column by the length's magic (a multiply-high, no division), and the
-// slope's 2^t in f64 (bodies._exp2_small's Horner steps where its fraction needs them)
+// slope's 2^t in f64 (bodies._exp2_near's Horner steps)
 // CHECK: arith.mului_extended {{.*}} : i64
 // CHECK-NOT: arith.divui {{.*}} : i64
 // CHECK: math.fma {{.*}} : f64

@@ -214,12 +214,11 @@ def test_rows_ab_reads_cases_and_variants() -> None:
     # a lowering's constant: its variant's kernels compiled afresh, none kept loaded
     from tile_mlir.lowering.schedules import reduction as schedule
     from tile_mlir.ops import kernels
-    assert script.parse_setting("schedule.COMMON_ROUNDS=False") == \
-        ("schedule.COMMON_ROUNDS", False)
+    assert script.parse_setting("schedule.ROUND_VALUES=0") == ("schedule.ROUND_VALUES", 0)
     kernels._LOADED[("request", 0)] = None  # type: ignore[assignment]
-    with script._setting("schedule.COMMON_ROUNDS", False):
-        assert schedule.COMMON_ROUNDS is False and not kernels._LOADED
-    assert schedule.COMMON_ROUNDS is True
+    with script._setting("schedule.ROUND_VALUES", 0):
+        assert schedule.ROUND_VALUES == 0 and not kernels._LOADED
+    assert schedule.ROUND_VALUES == 32
     for bad, says in [("NOPE=1", "NAME is one of"), ("other.ROW_CTA_BYTES=1", "NAME is one"),
                       ("reduction.ROW_CTA_BYTES=x", "a Python literal")]:
         with pytest.raises(argparse.ArgumentTypeError, match=says):
@@ -253,3 +252,31 @@ def test_an_ab_variant_calls_under_its_own_plans(device: Any) -> None:
     for text, call in ((forced, again_forced), (planned, again_planned), (forced, again_forced)):
         np.testing.assert_allclose(call().numpy(), want, rtol=1e-5, atol=1e-7)
         assert device.launches[-1] == text
+
+
+def test_alibi_ab_variants_build_their_bodies(device: Any) -> None:
+    """bench/alibi_ab.py: each variant's patch of bodies builds a kernel of its own (the
+    division's PTX divides, the body's multiplies high), every one within an f32 ulp of
+    float64 (the generators' test), and the patch undone after."""
+    import numpy as np
+
+    import tile_mlir
+    from tile_mlir import ops
+    from tile_mlir.op_table import bodies
+
+    script = load("alibi_ab")
+    main_body = bodies._divide_magic
+    slopes = [2.0 ** (-8 * (h + 1) / 8) for h in range(8)] + \
+        [2.0 ** (-(8 * h + 4) / 8) for h in range(4)]  # 12 heads: n = 8
+    want = np.array(slopes)[:, None] * np.arange(37)
+    like = device.array(np.zeros(1, np.float32))
+    texts = {}
+    for name, patch in script._variants().items():
+        with script._patched(patch):
+            got = ops.alibi(12, 37, like=like).numpy().astype(np.float64)
+            assert np.abs(got - want).max() <= 2.0**-23 * np.abs(want).max(), name
+            texts[name] = tile_mlir.compile(device.launches[-1], chip="sm_90",
+                                            cache=False).ptx["kernels"]
+        assert bodies._divide_magic is main_body
+    assert texts["body"] == texts["body again"] != texts["division"]
+    assert "mul.hi.u64" in texts["body"] and "mul.hi.u64" not in texts["division"]

@@ -929,11 +929,10 @@ def _divide_magic(a: Value, b: Value, magic: Value) -> tuple[Value, Value]:
     """(a / b, a % b) of unsigned i64 values (scalars or vectors), a < 2^63, 1 <= b < 2^63,
     by b's magic M (op_table.division_magic): a / b = mulhi(2a, M) >> l, l = ceil(log2 b)
     (64 less the leading zeros of b - 1: the b's, off the position's chain), a multiply-high
-    and two shifts where a division takes a branch to 32 bits and div.u32's sequence
-    (`_divide`), or 64 bits' much longer one. ALIBI_DIVIDE."""
-    if ALIBI_DIVIDE != "magic":
-        return _divide(a, b) if not isinstance(a.type, ir.VectorType) else \
-            (arith.divui(a, b), arith.remui(a, b))
+    and two shifts where a division took a branch to 32 bits and div.u32's sequence, or 64
+    bits' much longer one. Measured (H100, 2026-12-07, bench/alibi_ab.py, torch.profiler
+    over 200 calls a variant): ALiBi (32, 2048) f32's kernel 1.263 -> 1.190 us (Triton's
+    1.06 beside each; the division by a constant 2048 a shift there)."""
     it = a.type
     shift = arith.subi(const(it, 64), llvm.intr_ctlz(arith.subi(b, const(it, 1)), False))
     _, high = arith.mului_extended(arith.shli(a, const(it, 1)), magic)
@@ -941,103 +940,17 @@ def _divide_magic(a: Value, b: Value, magic: Value) -> tuple[Value, Value]:
     return quotient, arith.subi(a, arith.muli(quotient, b))
 
 
-ALIBI_DIVIDE = "magic"
-"""How alibi finds a position's head and column: "magic" (`_divide_magic`) or "divide" (a
-division: `_divide`'s branch to 32 bits for a scalar). NOT YET MEASURED (branch
-wip/unmeasured-kernels): bench/alibi_ab.py. The shift of a power-of-two length took the
-kernel 1.24 -> 1.19 us (H100, 2026-12-07, _slope_series's docstring)."""
-
-
-ALIBI_SLOPE = "bits"
-"""How _alibi_slope computes 2^(-E/n): "bits" (_slope_bits) or "series" (_slope_series,
-main's). NOT YET MEASURED (branch wip/unmeasured-kernels; no GPU was lent on stop 64):
-bench/alibi_ab.py times both kernels (torch.profiler, beside torch.compile's) with the
-variants it defines, and the one that loses goes. The series' chain after the position's
-division: a conversion, a product, a rounding, 13 dependent f64 FMAs, the exponent's
-add; the bits': integer shifts and masks, three selects, two f64 products (no series
-for n <= 32), the exponent's subtraction (PTX for ALiBi (32, 2048): 13 + 13 DFMA on the
-path before, 4 DMUL after)."""
-
-
 def _alibi_slope(head: Value, pow2: Value, f64: Type) -> Value:
-    """2^(-8(h+1)/n) for h < n, else 2^(-(8(h-n)+4)/n), in f64 (of `head`'s shape), as
-    ALIBI_SLOPE says."""
-    slope = _slope_bits if ALIBI_SLOPE == "bits" else _slope_series
-    return slope(head, pow2, f64)
-
-
-def _slope_bits(head: Value, pow2: Value, f64: Type) -> Value:
-    """2^(-E/n) for E = 8(h+1) where h < n, else 8(h-n)+4, in f64 (of `head`'s shape), n = 2^k.
-    E/n is exact in binary: its integer part q = E >> k, its fraction's top three bits t
-    and the rest r/n < 1/8. 2^-t/8 is a product of the constants 2^-1/2, 2^-1/4, 2^-1/8
-    picked by t's bits (two products, a few f64 ulps), 2^-r/n a short series (_exp2_small)
-    that only heads over 32 need (E is a multiple of 4: for n <= 32 the rest is 0, and
-    a scalar head's branch skips it), and 2^-q an exponent's subtraction.
-
-    In place of _slope_series's 13-term series of the whole fraction in the chain from the
-    position to the store: ALIBI_SLOPE."""
-    it = head.type
-    one = const(it, 1)
-    exponent = arith.select(arith.cmpi(arith.CmpIPredicate.ult, head, pow2),
-                            arith.muli(arith.addi(head, one), const(it, 8)),
-                            arith.addi(arith.muli(arith.subi(head, pow2), const(it, 8)),
-                                       const(it, 4)))
-    # n = 2^k is the f64 of bits (1023 + k) << 52, 1/n the one of (1023 - k) << 52
-    scale = arith.bitcast(it, arith.uitofp(f64, pow2))
-    k = arith.subi(arith.shrui(scale, const(it, 52)), const(it, 1023))
-    whole = arith.shrui(exponent, k)
-    fraction = arith.andi(exponent, arith.subi(pow2, one))
-    top = arith.shrui(arith.shli(fraction, const(it, 3)), k)
-    rest = arith.subi(fraction, arith.shrui(arith.muli(top, pow2), const(it, 3)))
-    factors = [arith.select(arith.cmpi(arith.CmpIPredicate.ne,
-                                       arith.andi(top, const(it, bit)), const(it, 0)),
-                            const(f64, 2.0 ** (-bit / 8)), const(f64, 1.0))
-               for bit in (4, 2, 1)]
-    slope = arith.mulf(arith.mulf(factors[0], factors[1]), factors[2])
-    inverse = arith.bitcast(f64, arith.subi(const(it, 2046 << 52), scale))
-    small = arith.negf(arith.mulf(arith.uitofp(f64, rest), inverse))
-    if isinstance(it, ir.VectorType):  # each lane's series (2^-0 is 1 exactly)
-        slope = arith.mulf(slope, _exp2_small(small))
-    else:
-        branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ne, rest, const(it, 0)), [f64],
-                          has_else=True)
-        with ir.InsertionPoint(branch.then_block):
-            scf.YieldOp([arith.mulf(slope, _exp2_small(small))])
-        with ir.InsertionPoint(branch.else_block):
-            scf.YieldOp([slope])
-        slope = branch.results[0]
-    bits = arith.subi(arith.bitcast(it, slope), arith.shli(whole, const(it, 52)))
-    return arith.bitcast(f64, bits)
-
-
-EXP2_TERMS = tuple(math.log(2) ** k / math.factorial(k) for k in range(10))
-"""2^f = e^(f ln 2) = sum over k of (ln 2)^k / k! f^k, to degree 9: on |f| < 1/8 the terms
-left out sum to under (ln 2 / 8)^10 / 10! < 2^-56 of the result."""
-
-
-def _exp2_small(f: Value) -> Value:
-    """2^f in f64 (of f's shape) for |f| < 1/8 by EXP2_TERMS in Horner's fused steps:
-    straight-line code, where math.exp2 (libdevice) branches to its cases of overflow,
-    underflow and NaN."""
-    ty = f.type
-    p = const(ty, EXP2_TERMS[-1])
-    for term in reversed(EXP2_TERMS[:-1]):
-        p = mlir_math.fma(p, f, const(ty, term))
-    return p
-
-
-def _slope_series(head: Value, pow2: Value, f64: Type) -> Value:
-    """2^(-8(h+1)/n) for h < n, else 2^(-(8(h-n)+4)/n), in f64 (of `head`'s shape), main's
-    body until ALIBI_SLOPE's A/B (_slope_bits). The
+    """2^(-8(h+1)/n) for h < n, else 2^(-(8(h-n)+4)/n), in f64 (of `head`'s shape). The
     exponent is the integer times 1/n, exact: n = 2^k is an f64 of bits (1023 + k) << 52,
     1/n one of (1023 - k) << 52, their sum 2046 << 52 (a division took a Newton iteration
-    and a fix-up branch). With _divide's 32-bit head split and _exp2_near, measured on an
+    and a fix-up branch). With a 32-bit branch of the head's division and _exp2_near, on an
     H100 (ALiBi (32, 2048) f32 at 128 threads of 16-byte stores, beside torch.compile's
     4.22-4.26 us in each run): 4.67 -> 4.48 -> 4.42 us (bench/part2.py: 0.89x -> 0.94x of
     torch.compile); of those ~4.4 us the kernel itself is ~1.25 (torch.profiler). No one
     piece of the arithmetic alone moved it: the kernel took 1.22 us (Triton's 0.96-0.99, in
     each run) with _exp2_near in Estrin's form (depth 4, not 13), with the slope from f32
-    exp2, with a constant slope, without _divide's 64-bit branch, and without the per-lane
+    exp2, with a constant slope, without the division's 64-bit branch, and without the per-lane
     path (each change alone); nor did the geometry (64 to 512 threads, 4- to 32-byte
     stores, 1 or 2 rounds: 128 threads of 16 bytes, one of Triton's two configs, was the
     fastest). The whole body did: one that stores a constant (no division, no slope, no
@@ -1067,7 +980,12 @@ def _slope_series(head: Value, pow2: Value, f64: Type) -> Value:
     ran 1.22 us against Triton's 0.98, and built without its partial-piece branch (all
     pieces whole) 1.25 flushed, 1.245 warm. The calls of those runs (events, 300
     repetitions) ranged 0.83x-1.09x of torch.compile's, two runs of this same kernel
-    0.96x and 1.09x."""
+    0.96x and 1.09x. With the division by the magic (_divide_magic) the kernel took 1.190
+    us; a slope by the exponent's bits in its place (the integer part subtracted from the
+    exponent, the fraction's top three bits as three selects of 2^-1/2, 2^-1/4, 2^-1/8 and
+    two products, no series for up to 32 heads) 1.200, and with its integer work in 32
+    bits 1.177 (H100, 2026-12-07, bench/alibi_ab.py then, 200 profiled calls a variant,
+    Triton's 1.06 beside each): not worth a second body."""
     it = head.type
     eight = const(it, 8)
     first = arith.muli(arith.addi(head, const(it, 1)), eight)
@@ -1099,21 +1017,6 @@ def _exp2_near(t: Value) -> Value:
         p = mlir_math.fma(p, f, const(ty, term))
     shift = arith.shli(arith.fptosi(bits_type, q), const(bits_type, 52))
     return arith.bitcast(ty, arith.addi(arith.bitcast(bits_type, p), shift))
-
-
-def _divide(a: Value, b: Value) -> tuple[Value, Value]:
-    """(a / b, a % b) of unsigned i64 scalars: in 32 bits where both fit (a branch on the
-    values: a division of 64 bits is a long software sequence, one of 32 a short one)."""
-    i64, i32 = a.type, ir.IntegerType.get_signless(32)
-    small = arith.cmpi(arith.CmpIPredicate.ult, arith.ori(a, b), const(i64, 1 << 32))
-    branch = scf.IfOp(small, [i64, i64], has_else=True)
-    with ir.InsertionPoint(branch.then_block):
-        a32, b32 = arith.trunci(i32, a), arith.trunci(i32, b)
-        scf.YieldOp([arith.extui(i64, arith.divui(a32, b32)),
-                     arith.extui(i64, arith.remui(a32, b32))])
-    with ir.InsertionPoint(branch.else_block):
-        scf.YieldOp([arith.divui(a, b), arith.remui(a, b)])
-    return branch.results[0], branch.results[1]
 
 
 def _alibi_lanes(length: Value, pow2: Value, magic: Value, position: Value, ty: Type

@@ -137,7 +137,7 @@ def fold_strided(red: Reduction, first: ir.Value, bound: int, *, step: int,
     span = step * unroll
     main_end = bound - (unroll - 1) * step
     rounds = (bound // step) // unroll
-    if from_lane and COMMON_ROUNDS and rounds and rounds * unroll * vec <= ROUND_VALUES:
+    if from_lane and rounds and rounds * unroll * vec <= ROUND_VALUES:
         return _fold_rounds(red, first, bound, step=step, load_at=load_at, vec=vec,
                             unroll=unroll, accs=accs)
     if unroll == 1:
@@ -168,19 +168,14 @@ def fold_strided(red: Reduction, first: ir.Value, bound: int, *, step: int,
     return total
 
 
-COMMON_ROUNDS = True
-"""fold_strided's rounds as a loop of a static trip count where every lane has them
-(`_fold_rounds`). NOT YET MEASURED (branch wip/unmeasured-kernels; no GPU was lent on stop
-64): the stages' sum and amax over f32 rows of 513 (130816 of them) ran 2.97 TB/s beside
-torch.compile's 3.02-3.03 with the lane's loop, whose second round's loads waited for the
-first's folds (PTX and SASS: 4 loads, 4 adds, 4 loads, 4 adds, the tail's load; now the 9
-loads first). To measure before main takes it: bench/rows_ab.py sum:f32:513 amax:f32:513
-sum:f32:257 sum:f32:1024 sum:bf16:8192 sum:f32:128 --mib 256 --setting
-schedule.COMMON_ROUNDS=False."""
 ROUND_VALUES = 32
-"""The elements a lane's common rounds may load at most (`_fold_rounds`): LLVM unrolls such
-a loop whole and ptxas issues every load of it together, each load's registers held until
-its fold; longer rows keep the loop (many warps keep their loads in flight anyway)."""
+"""The elements a lane's common rounds may load at most (`_fold_rounds`; 0: none, each lane
+loops from its `first`): LLVM unrolls such a loop whole and ptxas issues every load of it
+together, each load's registers held until its fold; longer rows keep the loop (many warps
+keep their loads in flight anyway). Measured (H100, 2026-12-07, bench/rows_ab.py, 256 MiB,
+150 repetitions, against ROUND_VALUES = 0, whose second round's loads waited for the
+first's folds): sum f32 130816x513 2.97 -> 3.03 TB/s, amax 2.98 -> 3.03 (torch.compile
+3.03, 3.02); sum f32 of 257, 1024, 128 and bf16 of 1024, 8192 within 0.01 TB/s."""
 
 
 def _fold_rounds(red: Reduction, first: ir.Value, bound: int, *, step: int,
