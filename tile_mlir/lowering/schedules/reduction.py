@@ -149,21 +149,32 @@ def fold_strided(red: Reduction, first: ir.Value, bound: int, *, step: int,
     end = const_index(main_end)
     loop = scf.ForOp(first, end, const_index(span), [red.identity(vec)] * accs)
     with ir.InsertionPoint(loop.body):
-        base = loop.induction_variable
-        values = [load_at(base if u == 0 else arith.addi(base, const_index(u * step)))
-                  for u in range(unroll)]
-        folded = list(loop.inner_iter_args)
-        for u, value in enumerate(values):
-            folded[u % accs] = red.combine(folded[u % accs], value)
-        scf.YieldOp(folded)
+        scf.YieldOp(_fold_round(red, loop.induction_variable, list(loop.inner_iter_args),
+                                step=step, load_at=load_at, unroll=unroll))
     # where the remainder starts: first + ceil((main_end - first) / span) * span, or first
     ahead = arith.cmpi(arith.CmpIPredicate.ult, first, end)
     rounds = arith.ceildivui(arith.subi(end, arith.select(ahead, first, end)), const_index(span))
     rest = arith.addi(first, arith.muli(rounds, const_index(span)))
-    results = _fold_tail(red, rest, bound, step=step, load_at=load_at,
-                         accs=list(loop.results), count=unroll - 1)
-    total = results[0]
-    for acc in results[1:]:
+    return _fold_together(red, _fold_tail(red, rest, bound, step=step, load_at=load_at,
+                                          accs=list(loop.results), count=unroll - 1))
+
+
+def _fold_round(red: Reduction, base: ir.Value, accs: list[ir.Value], *, step: int,
+                load_at: Callable[[ir.Value], ir.Value], unroll: int) -> list[ir.Value]:
+    """One round: the loads of base, base + step, ... (`unroll` of them) issued first,
+    then load u folded into accs[u % len(accs)]."""
+    values = [load_at(base if u == 0 else arith.addi(base, const_index(u * step)))
+              for u in range(unroll)]
+    folded = list(accs)
+    for u, value in enumerate(values):
+        folded[u % len(folded)] = red.combine(folded[u % len(folded)], value)
+    return folded
+
+
+def _fold_together(red: Reduction, accs: list[ir.Value]) -> ir.Value:
+    """The accumulators folded in order, the last step of a strided fold."""
+    total = accs[0]
+    for acc in accs[1:]:
         total = red.combine(total, acc)
     return total
 
@@ -197,12 +208,8 @@ def _fold_rounds(red: Reduction, first: ir.Value, bound: int, *, step: int,
         with ir.InsertionPoint(loop.body):
             base = arith.addi(first, arith.muli(loop.induction_variable,
                                                 const_index(step * unroll)))
-            values = [load_at(base if u == 0 else arith.addi(base, const_index(u * step)))
-                      for u in range(unroll)]
-            folded = list(loop.inner_iter_args)
-            for u, value in enumerate(values):
-                folded[u % accs] = red.combine(folded[u % accs], value)
-            scf.YieldOp(folded)
+            scf.YieldOp(_fold_round(red, base, list(loop.inner_iter_args), step=step,
+                                    load_at=load_at, unroll=unroll))
         left = (bound // step) % unroll + (1 if bound % step else 0)  # at most, a lane
         rest = arith.addi(first, const_index(rounds * step * unroll))
         scf.YieldOp(_fold_tail(red, rest, bound, step=step, load_at=load_at,
@@ -210,11 +217,7 @@ def _fold_rounds(red: Reduction, first: ir.Value, bound: int, *, step: int,
                     list(loop.results))
     with ir.InsertionPoint(working.else_block):
         scf.YieldOp(identity)
-    results = list(working.results)
-    total = results[0]
-    for acc in results[1:]:
-        total = red.combine(total, acc)
-    return total
+    return _fold_together(red, list(working.results))
 
 
 def _fold_tail(red: Reduction, first: ir.Value, bound: int, *, step: int,
